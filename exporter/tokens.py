@@ -155,7 +155,7 @@ ENCODINGS: dict[str, EncodingSpec] = {
         name="cl100k_base",
         url="https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
         sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        pat_str=r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
         special_tokens={
             _ENDOFTEXT: 100257,
             _FIM_PREFIX: 100258,
@@ -407,9 +407,9 @@ class TokenCounter:
                 if fnmatch.fnmatchcase(name, pattern):
                     return enc
         if provider:
-            enc = self.provider_encodings.get(provider.strip().lower())
-            if enc is not None:
-                return enc
+            by_provider = self.provider_encodings.get(provider.strip().lower())
+            if by_provider is not None:
+                return by_provider
         return self.default_encoding
 
     # -- loading ---------------------------------------------------------------
@@ -447,7 +447,10 @@ class TokenCounter:
     def _count_segment(self, text: str, name: str, enc: tiktoken.Encoding) -> int:
         if self.cache_entries == 0 or len(text) < self.cache_min_chars:
             return len(enc.encode_ordinary(text))
-        key = (name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+        key = (
+            name,
+            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+        )
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
