@@ -515,7 +515,8 @@ def _print_calibrate(report: Mapping[str, Any]) -> None:
     r = report["records"]
     print(
         f"records: {r['lines']} lines, {r['rejected']} rejected, "
-        f"{r['used_for_level_ratio']} with a level ratio, {r['used_for_delta_factor']} with a delta factor"
+        f"{r['used_for_level_ratio']} with a level ratio, "
+        f"{r['used_for_delta_factor']} with a delta factor"
     )
     print("\nlevel ratio = provider prompt tokens / counted tokens_after")
     print(
