@@ -1,0 +1,142 @@
+"""The one metric catalog.
+
+Every metric the exporter serves is declared here, once: name, type, unit,
+help and label names. The collector builds its families from these entries,
+the README's metrics table is generated from them, and the tests of
+``rules/`` and ``dashboards/`` check every metric they query against them, so
+a name cannot drift between the exporter and what users import.
+
+Names are the exposed names. Counters are declared with their ``_total``
+suffix, as a scraper sees them; ``family_name`` gives the name
+prometheus_client's families want (without the suffix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PREFIX = "llm_savings_"
+
+MetricType = Literal["counter", "gauge", "info"]
+Group = Literal["savings", "provenance", "health"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    type: MetricType
+    unit: str  # "tokens", "usd", "requests", "seconds", "bytes", "lines", "" ...
+    help: str
+    labels: tuple[str, ...]
+    group: Group
+
+    @property
+    def family_name(self) -> str:
+        """Name without the ``_total``/``_info`` suffix prometheus_client appends."""
+        if self.type == "counter" and self.name.endswith("_total"):
+            return self.name[: -len("_total")]
+        if self.type == "info" and self.name.endswith("_info"):
+            return self.name[: -len("_info")]
+        return self.name
+
+
+def _c(name: str, unit: str, help: str, labels: tuple[str, ...], group: Group) -> MetricSpec:
+    return MetricSpec(PREFIX + name, "counter", unit, help, labels, group)
+
+
+def _g(name: str, unit: str, help: str, labels: tuple[str, ...], group: Group) -> MetricSpec:
+    return MetricSpec(PREFIX + name, "gauge", unit, help, labels, group)
+
+
+MONTH = "month"
+
+CATALOG: tuple[MetricSpec, ...] = (
+    # --- month-to-date savings and spend (month = the record's own month) ---
+    _c("requests_total", "requests", "Requests counted (unique request ids), by the month of their timestamp.",
+       (MONTH, "model", "tenant"), "savings"),
+    _c("tokens_saved_total", "tokens",
+       "Input tokens removed by the proxy: max(0, tokens_before - tokens_after), by component and count method.",
+       (MONTH, "model", "tenant", "component", "method"), "savings"),
+    _c("usd_saved_total", "usd",
+       "Dollars saved by the proxy: tokens_saved x billed-token factor x the model's list input rate.",
+       (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings"),
+    _c("would_have_saved_tokens_total", "tokens",
+       "Tokens an optimisation would have removed in shadow/observe mode (not applied).",
+       (MONTH, "model", "tenant", "method"), "savings"),
+    _c("would_have_saved_usd_total", "usd",
+       "Dollars shadow-mode optimisations would have saved, at the list input rate and billed-token factor.",
+       (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings"),
+    _c("prompt_tokens_total", "tokens",
+       "Provider-reported prompt tokens by billing tier (fresh, cache_read, cache_write_5m, cache_write_1h).",
+       (MONTH, "model", "tenant", "tier"), "savings"),
+    _c("output_tokens_total", "tokens", "Provider-reported output tokens (reasoning/thoughts included).",
+       (MONTH, "model", "tenant"), "savings"),
+    _c("spend_usd_total", "usd", "Dollars spent at list prices of the record's price version.",
+       (MONTH, "model", "tenant", "price_version"), "savings"),
+    _c("cache_read_savings_usd_total", "usd",
+       "What the provider's prompt cache saved on reads: cache_read x (input - cache_read rate). Not the proxy's saving.",
+       (MONTH, "model", "tenant", "price_version"), "savings"),
+    _c("cache_write_premium_usd_total", "usd",
+       "What cache writes cost above the plain input rate. Net cache savings = read savings - write premium.",
+       (MONTH, "model", "tenant", "price_version"), "savings"),
+    # --- provenance and data quality ---
+    _c("unpriced_requests_total", "requests",
+       "Requests whose model has no price in the version effective at their timestamp (no dollars invented).",
+       (MONTH, "model", "reason"), "provenance"),
+    _c("divergence_counted_tokens_total", "tokens",
+       "Counted tokens_after of records that also carry provider usage, for the estimator divergence ratio.",
+       (MONTH, "model", "method", "population"), "provenance"),
+    _c("divergence_provider_tokens_total", "tokens",
+       "Provider prompt tokens of the same records; divergence = provider / counted, a level ratio.",
+       (MONTH, "model", "method", "population"), "provenance"),
+    _c("duplicates_total", "records", "Records whose request_id was already counted inside the dedupe window.",
+       (MONTH,), "provenance"),
+    _c("records_rejected_total", "records", "Records rejected, by bounded reason (month 'unknown' when unusable).",
+       (MONTH, "reason"), "provenance"),
+    _c("records_flagged_total", "records",
+       "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
+       (MONTH, "flag"), "provenance"),
+    MetricSpec(PREFIX + "price_table_info", "gauge", "",
+               "Price versions of the loaded table (value 1), with the table file's sha256.",
+               ("version", "effective_from", "sha256"), "provenance"),
+    _g("price_table_newest_effective_timestamp_seconds", "seconds",
+       "effective_from of the newest version in the loaded price table, for a staleness alert.", (), "provenance"),
+    MetricSpec(PREFIX + "build_info", "gauge", "", "Build information (value 1).",
+               ("version", "python_version"), "health"),
+    # --- exporter health ---
+    _c("source_lines_read_total", "lines", "Complete lines (or OTLP spans) read from a source.", ("source",), "health"),
+    _c("source_bytes_read_total", "bytes", "Bytes read from a source.", ("source",), "health"),
+    _g("source_bytes_behind", "bytes", "Bytes written to a source's files and not yet read.", ("source",), "health"),
+    _g("source_up", "", "1 when the source is being followed without error.", ("source",), "health"),
+    _g("source_last_event_timestamp_seconds", "seconds", "Wall-clock time the source last produced a record.",
+       ("source",), "health"),
+    _g("last_record_timestamp_seconds", "seconds", "Timestamp (ts) of the newest record counted.", (), "health"),
+    _c("checkpoint_writes_total", "", "Checkpoints committed.", (), "health"),
+    _c("checkpoint_failures_total", "", "Checkpoint writes that failed.", (), "health"),
+    _g("checkpoint_age_seconds", "seconds", "Seconds since the last committed checkpoint.", (), "health"),
+    _c("price_table_reloads_total", "", "Price table reloads, by result (success, error).", ("result",), "health"),
+    _c("label_overflow_total", "", "Label values folded into 'other' because a label cap was reached.",
+       ("label",), "health"),
+    _g("dedupe_ledger_ids", "", "Request ids currently held in the dedupe ledger.", (), "health"),
+    _c("token_count_fallbacks_total", "", "Texts counted by the chars/4 estimate because an encoding failed.",
+       ("reason",), "health"),
+    _c("otlp_requests_total", "requests", "OTLP/HTTP export requests, by HTTP status code.", ("code",), "health"),
+    _c("otlp_spans_total", "", "OTLP spans received, by outcome (accepted, rejected, ignored).", ("outcome",),
+       "health"),
+)
+
+BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}
+
+
+def spec(name: str) -> MetricSpec:
+    """Look a metric up by its exposed name (with or without the prefix)."""
+    full = name if name.startswith(PREFIX) else PREFIX + name
+    return BY_NAME[full]
+
+
+def exposed_series_names(metric: MetricSpec) -> tuple[str, ...]:
+    """Sample names a scraper sees for this metric (``_created`` for counters)."""
+    if metric.type == "counter":
+        return (metric.name, metric.family_name + "_created")
+    return (metric.name,)

@@ -1,0 +1,58 @@
+"""Command line entry point.
+
+Each subcommand lives in the module that owns its job; that module exposes
+``register(subparsers)`` which adds its parser and sets ``func`` to a callable
+taking the parsed namespace and returning the exit code. Modules are imported
+lazily by name so a broken optional piece cannot take the whole CLI down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from exporter import __version__
+
+# Order is the order of `--help`.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "exporter.demo",  # demo
+    "exporter.sidecar",  # run
+    "exporter.replay",  # replay
+    "exporter.counting_cli",  # count, verify, calibrate
+    "exporter.prices_cli",  # prices validate|show|import-litellm
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llm-savings-exporter",
+        description="Publish what an LLM gateway saves, with provenance, as Prometheus counters.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,199 @@
+"""The one place where records become counts.
+
+Sources (file tailers, the OTLP receiver, replay) hand lines or decoded
+objects to ``Pipeline``; it parses them (``exporter.records``), dedupes by
+request id, prices them by their own timestamp, caps labels and updates the
+``Aggregates``. Sources know nothing of metrics, and the collector only reads
+the aggregates. Single-threaded by design: callers serialise access (the
+sidecar's ingest loop holds ``lock`` while it feeds a batch).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from exporter.aggregate import (
+    CACHE_READ,
+    FRESH,
+    OUTPUT,
+    REQUESTS,
+    SAVED,
+    UNKNOWN_MONTH,
+    UNPRICED,
+    WOULD_SAVE,
+    WRITE_1H,
+    WRITE_5M,
+    Aggregates,
+)
+from exporter.dedupe import DedupeLedger
+from exporter.labels import LabelCaps
+from exporter.prices import PricedModel, PriceTable
+from exporter.records import Record, Rejection, TextCounter, parse_line, parse_object
+
+UNSET_TENANT = "unset"
+UNSPECIFIED_METHOD = "unspecified"
+UNATTRIBUTED = "unattributed"
+
+LineDecoder = Callable[[bytes], Record | Rejection | None]
+ObjectDecoder = Callable[[Any], Record | Rejection]
+
+
+class MonthOf:
+    """``ts`` -> "YYYY-MM" in a time zone, cached per 15 minutes.
+
+    Every real zone's offset is a multiple of 15 minutes, so a month boundary
+    never falls inside one of these buckets.
+    """
+
+    def __init__(self, timezone: str = "UTC") -> None:
+        self.zone = ZoneInfo(timezone)
+        self._cache: dict[int, str] = {}
+
+    def __call__(self, ts: float) -> str:
+        bucket = int(ts // 900)
+        month = self._cache.get(bucket)
+        if month is None:
+            if len(self._cache) > 200_000:
+                self._cache.clear()
+            month = datetime.fromtimestamp(bucket * 900, self.zone).strftime("%Y-%m")
+            self._cache[bucket] = month
+        return month
+
+    def start(self, month: str) -> float:
+        """Epoch seconds of the month's first instant in this zone (the series' ``_created``)."""
+        year, mon = int(month[:4]), int(month[5:7])
+        return datetime(year, mon, 1, tzinfo=self.zone).timestamp()
+
+
+class Pipeline:
+    def __init__(
+        self,
+        prices: PriceTable,
+        *,
+        timezone: str = "UTC",
+        dedupe_window_days: float = 40.0,
+        caps: LabelCaps | None = None,
+        counter: TextCounter | None = None,
+        aggregates: Aggregates | None = None,
+        ledger: DedupeLedger | None = None,
+        oldest_month: str | None = None,
+    ) -> None:
+        self.prices = prices
+        self.month_of = MonthOf(timezone)
+        self.caps = caps or LabelCaps()
+        self.counter = counter
+        self.aggregates = aggregates or Aggregates()
+        self.ledger = ledger or DedupeLedger(dedupe_window_days)
+        self.oldest_month = oldest_month  # records of older months are refused (expired_month)
+        self.lock = threading.RLock()
+        self.records_by_source: dict[str, int] = {}
+        for key in self.aggregates.cells:  # keep label slots across restarts
+            self.caps.model.preload([key[1]])
+            self.caps.tenant.preload([key[2]])
+            self.caps.method.preload([key[3]])
+
+    # --- entry points for sources ------------------------------------------
+    def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
+        result = decoder(line) if decoder is not None else parse_line(line, self.counter)
+        if result is not None:
+            self._consume(result, source)
+
+    def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
+        self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter), source)
+
+    def reject(self, reason: str, source: str = "replay", ts: float | None = None) -> None:
+        """Count a rejection a source found itself (line too long, undecodable span...)."""
+        self._consume(Rejection(reason, reason, ts), source)
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """Records from now on are priced by ``prices``; what is counted keeps its rates."""
+        self.prices = prices
+
+    # --- the arithmetic -----------------------------------------------------
+    def _consume(self, result: Record | Rejection, source: str) -> None:
+        agg = self.aggregates
+        if isinstance(result, Rejection):
+            month = self.month_of(result.ts) if result.ts is not None else UNKNOWN_MONTH
+            agg.count(agg.rejected, (month, result.reason))
+            return
+        self.apply(result, source)
+
+    def apply(self, record: Record, source: str = "replay") -> None:
+        agg = self.aggregates
+        ts = record.ts
+        month = self.month_of(ts)
+        if self.oldest_month is not None and month < self.oldest_month:
+            agg.count(agg.rejected, (month, "expired_month"))
+            return
+        if record.request_id is not None and self.ledger.seen_before(record.request_id, ts):
+            agg.count(agg.duplicates, month)
+            return
+        self.records_by_source[source] = self.records_by_source.get(source, 0) + 1
+        if ts > agg.newest_ts:
+            agg.newest_ts = ts
+        priced = self.prices.lookup(record.model, ts, record.provider)
+        caps = self.caps
+        if isinstance(priced, PricedModel):
+            rate_id = agg.rate_id(priced)
+            model = caps.model(priced.model)
+        else:
+            rate_id = UNPRICED
+            model = caps.model(record.model)
+            agg.count(agg.unpriced, (month, model, priced))
+        tenant = caps.tenant(record.tenant) if record.tenant is not None else UNSET_TENANT
+        before, after = record.tokens_before, record.tokens_after
+        has_savings = before is not None and after is not None
+        if has_savings or record.would_have_saved is not None:
+            method = caps.method(record.count_method) if record.count_method else UNSPECIFIED_METHOD
+        else:
+            method = ""
+        cell = agg.cell((month, model, tenant, method, rate_id))
+        cell[REQUESTS] += 1
+        usage = record.usage
+        if usage is not None:
+            cell[FRESH] += usage.fresh_input
+            cell[CACHE_READ] += usage.cache_read
+            cell[WRITE_5M] += usage.cache_write_5m
+            cell[WRITE_1H] += usage.cache_write_1h
+            cell[OUTPUT] += usage.output
+        if record.would_have_saved is not None:
+            cell[WOULD_SAVE] += record.would_have_saved
+        if has_savings:
+            assert before is not None and after is not None
+            saved = before - after if before > after else 0
+            cell[SAVED] += saved
+            self._attribute(month, model, tenant, method, saved, record.components)
+            if usage is not None and record.count_method != "provider":
+                population = "compacted" if before > after else "untouched"
+                div_key = (month, model, method, population)
+                pair = agg.divergence.get(div_key)
+                if pair is None:
+                    pair = agg.divergence[div_key] = [0, 0]
+                pair[0] += after
+                pair[1] += usage.prompt_tokens
+        for flag in record.flags:
+            agg.count(agg.flagged, (month, flag))
+        agg.generation += 1
+
+    def _attribute(
+        self, month: str, model: str, tenant: str, method: str, saved: int, components: tuple[tuple[str, int], ...]
+    ) -> None:
+        """Split a saving over its components; the remainder is ``unattributed``."""
+        agg = self.aggregates
+        remaining = saved
+        exceeded = False
+        for name, tokens in components:
+            share = tokens if tokens <= remaining else remaining
+            exceeded = exceeded or share != tokens
+            if share:
+                agg.count(agg.components, (month, model, tenant, method, self.caps.component(name)), share)
+            remaining -= share
+        if exceeded:
+            agg.count(agg.flagged, (month, "components_exceed_saving"))
+        if remaining or not components:
+            key = (month, model, tenant, method, UNATTRIBUTED)
+            agg.components[key] = agg.components.get(key, 0) + remaining

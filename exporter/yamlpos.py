@@ -1,0 +1,97 @@
+"""YAML loading that remembers where every value came from.
+
+Config and price-table errors must name file, line, key and value; PyYAML's
+plain ``safe_load`` forgets positions, so we compose the node tree, build the
+Python value ourselves and keep a map from key path to line number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+
+
+class YamlError(ValueError):
+    """A message that already names file, line, key and value."""
+
+
+def format_path(path: Path) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+class Located:
+    """A loaded YAML document plus the line of every key path in it."""
+
+    def __init__(self, filename: str, data: Any, lines: dict[Path, int]) -> None:
+        self.filename = filename
+        self.data = data
+        self.lines = lines
+
+    def line(self, path: Path) -> int:
+        """Line of ``path``, or of its nearest ancestor that has one (1-based)."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), 1)
+
+    def error(self, path: Path, message: str) -> YamlError:
+        return YamlError(f"{self.filename}:{self.line(path)}: {format_path(path)}: {message}")
+
+
+def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlError(f"{filename}:{key_node.start_mark.line + 1}: {format_path(path)}: "
+                                "keys must be plain strings")
+            key = str(_scalar(key_node))
+            if key in result:
+                raise YamlError(f"{filename}:{key_node.start_mark.line + 1}: {format_path((*path, key))}: "
+                                "duplicate key")
+            result[key] = _build(value_node, (*path, key), lines, filename)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, (*path, index), lines, filename) for index, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A scalar as safe_load would build it (ints, floats, bools, dates, null)."""
+    if node.tag == "tag:yaml.org,2002:str":
+        return node.value
+    try:
+        return _CONSTRUCTOR.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError:
+        return node.value
+
+
+def load_located(text: str, filename: str) -> Located:
+    """Parse YAML text; syntax errors come back as ``YamlError`` naming file and line."""
+    try:
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise YamlError(f"{filename}:{line}: invalid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"{filename}: invalid YAML: {exc}") from None
+    lines: dict[Path, int] = {}
+    if node is None:
+        return Located(filename, None, {(): 1})
+    return Located(filename, _build(node, (), lines, filename), lines)
