@@ -497,8 +497,8 @@ def suggested_yaml(deltas: Sequence[Mapping[str, Any]], levels: Sequence[Mapping
             f"  # {family}: no billed_before/billed_after records, no factor suggested; "
             f"level ratio {seen} is NOT a delta factor"
         )
-    if len(out) == 2:
-        out.append("  {}  # nothing to suggest: no records with billed_before/billed_after")
+    if not by_family:
+        out[1] = "families: {}  # nothing to suggest: no records with billed_before/billed_after"
     return "\n".join(out) + "\n"
 
 
