@@ -1,0 +1,179 @@
+{{/*
+Names are cut at 63 characters: Kubernetes name fields and label values are DNS labels.
+Every helper takes the chart's own context, so a parent chart can pass
+(index .Subcharts "llm-savings-exporter") and get the same names as this chart renders.
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "llm-savings-exporter.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name: fullnameOverride, else release-name, else release-chartname,
+cut at 63 characters.
+*/}}
+{{- define "llm-savings-exporter.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A name derived from the full name plus a suffix, still at most 63 characters. */}}
+{{- define "llm-savings-exporter.suffixedName" -}}
+{{- $ctx := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- printf "%s-%s" (include "llm-savings-exporter.fullname" $ctx | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix }}
+{{- end }}
+
+{{/* chart-version, for the helm.sh/chart label. */}}
+{{- define "llm-savings-exporter.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every resource. */}}
+{{- define "llm-savings-exporter.labels" -}}
+helm.sh/chart: {{ include "llm-savings-exporter.chart" . }}
+{{ include "llm-savings-exporter.selectorLabels" . }}
+{{- if .Chart.AppVersion }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: llm-savings-exporter
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select the chart's pods; never change them on upgrade. */}}
+{{- define "llm-savings-exporter.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "llm-savings-exporter.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Pod labels the Service (and by default the PodMonitor) select. */}}
+{{- define "llm-savings-exporter.podSelector" -}}
+{{- if .Values.service.selector }}
+{{- toYaml .Values.service.selector }}
+{{- else }}
+{{- include "llm-savings-exporter.selectorLabels" . }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the chart's pods run as. */}}
+{{- define "llm-savings-exporter.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "llm-savings-exporter.fullname" .) .Values.serviceAccount.name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The exporter image reference: repository@digest, else repository:tag (tag defaults to appVersion). */}}
+{{- define "llm-savings-exporter.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the OTLP receiver is open: "true" or "". */}}
+{{- define "llm-savings-exporter.otlpEnabled" -}}
+{{- if or (eq .Values.mode "standalone") .Values.config.otlp.enabled }}true{{ end }}
+{{- end }}
+
+{{/* Whether this chart runs any pod of its own: "true" or "". */}}
+{{- define "llm-savings-exporter.hasWorkload" -}}
+{{- if or (eq .Values.mode "standalone") .Values.exampleGateway.enabled }}true{{ end }}
+{{- end }}
+
+{{/* Name of the ConfigMap holding config.yaml. */}}
+{{- define "llm-savings-exporter.configMapName" -}}
+{{- include "llm-savings-exporter.suffixedName" (list . "config") }}
+{{- end }}
+
+{{/* Name of the ConfigMap holding the price table, or "" for the image's bundled table. */}}
+{{- define "llm-savings-exporter.pricesConfigMapName" -}}
+{{- if .Values.prices.existingConfigMap }}
+{{- .Values.prices.existingConfigMap }}
+{{- else if .Values.prices.inline }}
+{{- include "llm-savings-exporter.suffixedName" (list . "prices") }}
+{{- end }}
+{{- end }}
+
+{{/* Fixed paths inside the exporter container. */}}
+{{- define "llm-savings-exporter.configPath" -}}/etc/llm-savings-exporter/config.yaml{{- end }}
+{{- define "llm-savings-exporter.pricesDir" -}}/etc/llm-savings-exporter/prices{{- end }}
+{{- define "llm-savings-exporter.stateDir" -}}/var/lib/llm-savings-exporter{{- end }}
+
+{{/*
+The config file (llm-savings-config/v1). Integers are cast with int64: values arrive
+as float64 and would otherwise be written in exponent notation (1.6777216e+07).
+*/}}
+{{- define "llm-savings-exporter.configYaml" -}}
+{{- $c := .Values.config }}
+{{- $sources := list }}
+{{- $srcValues := ternary .Values.standalone.sources $c.sources (eq .Values.mode "standalone") }}
+{{- range $srcValues }}
+{{- $s := dict "name" .name "type" .type "paths" .paths }}
+{{- if hasKey . "format" }}{{ $_ := set $s "format" .format }}{{ end }}
+{{- if hasKey . "mapping" }}{{ $_ := set $s "mapping" .mapping }}{{ end }}
+{{- if hasKey . "max_line_bytes" }}{{ $_ := set $s "max_line_bytes" (int64 .max_line_bytes) }}{{ end }}
+{{- if hasKey . "poll_interval_seconds" }}{{ $_ := set $s "poll_interval_seconds" (float64 .poll_interval_seconds) }}{{ end }}
+{{- if hasKey . "watch" }}{{ $_ := set $s "watch" .watch }}{{ end }}
+{{- $sources = append $sources $s }}
+{{- end }}
+{{- $bind := ternary "0.0.0.0" .Values.otlpReceiver.bindAddress (eq .Values.mode "standalone") }}
+{{- $otlp := dict "enabled" (eq (include "llm-savings-exporter.otlpEnabled" .) "true") "listen" (printf "%s:%d" $bind (int .Values.ports.otlp)) "max_body_bytes" (int64 $c.otlp.max_body_bytes) }}
+{{- $push := dict "enabled" $c.otlp_push.enabled "endpoint" $c.otlp_push.endpoint "interval_seconds" (int64 $c.otlp_push.interval_seconds) }}
+{{- $labels := dict "max_models" (int64 $c.labels.max_models) "max_tenants" (int64 $c.labels.max_tenants) "tenant_allowlist" $c.labels.tenant_allowlist }}
+{{- $cfg := dict "schema" "llm-savings-config/v1" "listen" (printf "0.0.0.0:%d" (int .Values.ports.metrics)) "state_dir" (include "llm-savings-exporter.stateDir" .) "timezone" $c.timezone "dedupe_window_days" (int64 $c.dedupe_window_days) "checkpoint_interval_seconds" (int64 $c.checkpoint_interval_seconds) "month_retention" (int64 $c.month_retention) "labels" $labels "sources" $sources "otlp" $otlp "otlp_push" $push }}
+{{- if include "llm-savings-exporter.pricesConfigMapName" . }}
+{{- $_ := set $cfg "prices" (printf "%s/%s" (include "llm-savings-exporter.pricesDir" .) .Values.prices.key) }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}
+
+{{/*
+Pod annotation that rolls the pods when the config changes: config.yaml is mounted
+with subPath, which Kubernetes never refreshes. The price table needs no roll: its
+directory mount is refreshed and the exporter hot-reloads it.
+*/}}
+{{- define "llm-savings-exporter.checksumAnnotations" -}}
+checksum/llm-savings-config: {{ include "llm-savings-exporter.configYaml" . | sha256sum }}
+{{- end }}
+
+{{/* Pod-level settings shared by the chart's own pods (example gateway, standalone). */}}
+{{- define "llm-savings-exporter.podCommon" -}}
+serviceAccountName: {{ include "llm-savings-exporter.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
