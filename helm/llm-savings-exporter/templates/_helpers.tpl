@@ -115,27 +115,44 @@ app.kubernetes.io/instance: {{ .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- define "llm-savings-exporter.stateDir" -}}/var/lib/llm-savings-exporter{{- end }}
 
 {{/*
-The config file (llm-savings-config/v1). Integers are cast with int64: values arrive
-as float64 and would otherwise be written in exponent notation (1.6777216e+07).
+The config file (llm-savings-config/v1), parsed by exporter/config.py. Values arrive
+as float64: integer settings are cast with int64 (else toYaml writes 1.6777216e+07
+and the loader refuses a float where it wants an integer); second/day settings stay
+numbers. Only keys present in values are written; the loader defaults the rest.
 */}}
 {{- define "llm-savings-exporter.configYaml" -}}
 {{- $c := .Values.config }}
+{{- $ints := list "max_models" "max_tenants" "max_methods" "max_components" "month_retention" "max_line_bytes" "max_body_bytes" "queue_size" }}
+{{- $nums := list "dedupe_window_days" "checkpoint_interval_seconds" "poll_interval_seconds" "interval_seconds" }}
 {{- $sources := list }}
 {{- $srcValues := ternary .Values.standalone.sources $c.sources (eq .Values.mode "standalone") }}
 {{- range $srcValues }}
-{{- $s := dict "name" .name "type" .type "paths" .paths }}
-{{- if hasKey . "format" }}{{ $_ := set $s "format" .format }}{{ end }}
-{{- if hasKey . "mapping" }}{{ $_ := set $s "mapping" .mapping }}{{ end }}
-{{- if hasKey . "max_line_bytes" }}{{ $_ := set $s "max_line_bytes" (int64 .max_line_bytes) }}{{ end }}
-{{- if hasKey . "poll_interval_seconds" }}{{ $_ := set $s "poll_interval_seconds" (float64 .poll_interval_seconds) }}{{ end }}
-{{- if hasKey . "watch" }}{{ $_ := set $s "watch" .watch }}{{ end }}
+{{- $s := dict }}
+{{- range $k, $v := . }}
+{{- $_ := set $s $k (ternary (int64 $v) (ternary (float64 $v) $v (has $k $nums)) (has $k $ints)) }}
+{{- end }}
 {{- $sources = append $sources $s }}
 {{- end }}
 {{- $bind := ternary "0.0.0.0" .Values.otlpReceiver.bindAddress (eq .Values.mode "standalone") }}
-{{- $otlp := dict "enabled" (eq (include "llm-savings-exporter.otlpEnabled" .) "true") "listen" (printf "%s:%d" $bind (int .Values.ports.otlp)) "max_body_bytes" (int64 $c.otlp.max_body_bytes) }}
-{{- $push := dict "enabled" $c.otlp_push.enabled "endpoint" $c.otlp_push.endpoint "interval_seconds" (int64 $c.otlp_push.interval_seconds) }}
-{{- $labels := dict "max_models" (int64 $c.labels.max_models) "max_tenants" (int64 $c.labels.max_tenants) "tenant_allowlist" $c.labels.tenant_allowlist }}
-{{- $cfg := dict "schema" "llm-savings-config/v1" "listen" (printf "0.0.0.0:%d" (int .Values.ports.metrics)) "state_dir" (include "llm-savings-exporter.stateDir" .) "timezone" $c.timezone "dedupe_window_days" (int64 $c.dedupe_window_days) "checkpoint_interval_seconds" (int64 $c.checkpoint_interval_seconds) "month_retention" (int64 $c.month_retention) "labels" $labels "sources" $sources "otlp" $otlp "otlp_push" $push }}
+{{- $otlp := dict "enabled" (eq (include "llm-savings-exporter.otlpEnabled" .) "true") "listen" (printf "%s:%d" $bind (int .Values.ports.otlp)) }}
+{{- range $k, $v := $c.otlp }}
+{{- if ne $k "enabled" }}{{ $_ := set $otlp $k (ternary (int64 $v) $v (has $k $ints)) }}{{ end }}
+{{- end }}
+{{- $push := dict }}
+{{- range $k, $v := $c.otlp_push }}
+{{- $_ := set $push $k (ternary (float64 $v) $v (has $k $nums)) }}
+{{- end }}
+{{- $labels := dict }}
+{{- range $k, $v := $c.labels }}
+{{- $_ := set $labels $k (ternary (int64 $v) $v (has $k $ints)) }}
+{{- end }}
+{{- $cfg := dict "schema" "llm-savings-config/v1" "listen" (printf "0.0.0.0:%d" (int .Values.ports.metrics)) "state_dir" (include "llm-savings-exporter.stateDir" .) "labels" $labels "sources" $sources "otlp" $otlp "otlp_push" $push }}
+{{- range $k := list "timezone" "dedupe_window_days" "checkpoint_interval_seconds" "month_retention" }}
+{{- if hasKey $c $k }}
+{{- $v := index $c $k }}
+{{- $_ := set $cfg $k (ternary (int64 $v) (ternary (float64 $v) $v (has $k $nums)) (has $k $ints)) }}
+{{- end }}
+{{- end }}
 {{- if include "llm-savings-exporter.pricesConfigMapName" . }}
 {{- $_ := set $cfg "prices" (printf "%s/%s" (include "llm-savings-exporter.pricesDir" .) .Values.prices.key) }}
 {{- end }}

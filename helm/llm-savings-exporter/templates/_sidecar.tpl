@@ -91,6 +91,11 @@ the state volume, the config and price ConfigMaps, and a small /tmp.
 In standalone mode the state volume comes from the StatefulSet's volumeClaimTemplates.
 */}}
 {{- define "llm-savings-exporter.sidecarVolumes" -}}
+{{- include "llm-savings-exporter.sidecarVolumeItems" . | trim }}
+{{- end }}
+
+{{/* The items of sidecarVolumes, before trimming the leading newline. */}}
+{{- define "llm-savings-exporter.sidecarVolumeItems" -}}
 {{- if and (ne .Values.mode "standalone") .Values.logVolume.create }}
 - name: {{ .Values.logVolume.name }}
   emptyDir:
