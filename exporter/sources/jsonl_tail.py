@@ -83,6 +83,13 @@ Semantics (the contract the tests hold us to)
   changed (inode reused, or truncated and rewritten), size below the offset
   (truncated) or the bytes before the offset changed (rewritten): the file
   restarts at 0 and a warning says so. A file that is gone is reported.
+* **Limitation across a crash:** a file that is created *and* rotated out
+  of the globs between two checkpoints was never checkpointed, so a tailer
+  restored after a crash cannot find it. Let the globs match the rotated
+  names too (``app.log*``): identity makes that free of double reads.
+* **Limitation: shared headers.** Files whose first ``fingerprint_bytes``
+  bytes are identical are taken for copies of each other; raise
+  ``fingerprint_bytes`` when every file starts with the same banner.
 * **Lag**: ``stats().files`` gives size - offset per file.
 """
 
