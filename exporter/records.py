@@ -42,14 +42,18 @@ REJECTION_REASONS = (
     "inconsistent_usage",
     "invalid_components",
     "line_too_long",
+    "nul_bytes",
     "invalid_otlp",
+    "expired_month",
 )
 
 # Bounded set of flags on counted records (the `flag` label of records_flagged_total).
 FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted")
 
 EPOCH_MS_THRESHOLD = 1e11  # an epoch number above this is in milliseconds
-MAX_EPOCH_SECONDS = 253402300799.0  # 9999-12-31T23:59:59Z
+# 9999-12-30T00:00:00Z: a day short of the end of datetime, so that the month of every
+# accepted ts exists in every time zone (a crafted ts must be rejected, not crash MonthOf)
+MAX_EPOCH_SECONDS = 253402128000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,10 @@ def parse_ts(value: Any) -> float:
     if isinstance(value, bool) or value is None:
         raise _Invalid("invalid_ts", f"ts has type {type(value).__name__}")
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond float range (decoded objects, not JSON lines)
+            raise _Invalid("invalid_ts", "ts is out of range") from None
         if not math.isfinite(seconds) or seconds < 0:
             raise _Invalid("invalid_ts", f"ts is out of range: {value!r}")
         if seconds > EPOCH_MS_THRESHOLD:
@@ -116,7 +123,10 @@ def parse_ts(value: Any) -> float:
             raise _Invalid("invalid_ts", "ts is not an RFC 3339 timestamp") from None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
-        return parsed.timestamp()
+        seconds = parsed.timestamp()
+        if not 0 <= seconds <= MAX_EPOCH_SECONDS:  # same range as epoch numbers
+            raise _Invalid("invalid_ts", "ts is out of range")
+        return seconds
     raise _Invalid("invalid_ts", f"ts has type {type(value).__name__}")
 
 
@@ -136,7 +146,7 @@ def _optional_label(obj: Mapping[str, Any], key: str) -> str | None:
         return None
     if isinstance(value, str):
         return value or None
-    if type(value) is int:
+    if type(value) is int and value.bit_length() <= 64:  # str() of a huge int raises
         return str(value)
     raise _Invalid("invalid_field", f"{key} has type {type(value).__name__}, expected a string")
 

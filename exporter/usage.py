@@ -55,7 +55,10 @@ def count_value(value: Any, where: str) -> int:
     if type(value) is int:
         if 0 <= value <= MAX_COUNT:
             return value
-        raise UsageError("invalid_count", f"{where} is {'negative' if value < 0 else 'too large'}: {value}")
+        # str() of an int past 4300 digits raises: name its size instead
+        shown = value if value.bit_length() <= 64 else f"a {value.bit_length()}-bit integer"
+        sign = "negative" if value < 0 else "too large"
+        raise UsageError("invalid_count", f"{where} is {sign}: {shown}")
     if isinstance(value, bool):
         raise UsageError("invalid_count", f"{where} is a boolean, expected an integer")
     if isinstance(value, float):
