@@ -86,7 +86,9 @@ class Aggregates:
         self.rate_book: list[PricedModel] = []
         self._rate_ids: dict[PricedModel, int] = {}
         self.newest_ts = 0.0
-        self.generation = 0  # bumped on every change; lets the renderer skip unchanged months
+        self.generation = 0  # bumped on every change
+        self.dirty: set[CellKey] = set()  # cells changed since the last render
+        self.dirty_all = True  # the renderer must rebuild everything (restore, dropped months)
 
     def rate_id(self, rates: PricedModel) -> int:
         found = self._rate_ids.get(rates)
@@ -123,6 +125,7 @@ class Aggregates:
         self.rejected = {k: v for k, v in self.rejected.items() if keep(k[0])}
         self.flagged = {k: v for k, v in self.flagged.items() if keep(k[0])}
         self.generation += 1
+        self.dirty_all = True
         return len(before - set(self.months()))
 
     def priced_cells(self) -> Iterator[tuple[CellKey, list[int], PricedModel | None]]:

@@ -151,7 +151,9 @@ class Pipeline:
             method = caps.method(record.count_method) if record.count_method else UNSPECIFIED_METHOD
         else:
             method = ""
-        cell = agg.cell((month, model, tenant, method, rate_id))
+        cell_key = (month, model, tenant, method, rate_id)
+        cell = agg.cell(cell_key)
+        agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
         usage = record.usage
         if usage is not None:
