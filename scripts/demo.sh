@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The embedded default: a simulated gateway log, the bundled price table,
+# /metrics on 127.0.0.1:9464 and a live summary. Ctrl-C stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+exec .venv/bin/llm-savings-exporter demo "$@"

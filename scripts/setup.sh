@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh clone: a virtualenv with the package, and for
+# tests the Debian packages (promtool and a real Prometheus server).
+#   scripts/setup.sh          # runtime only (what `make demo` needs)
+#   scripts/setup.sh --test   # plus test dependencies and Debian packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  need=()
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+  command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+  if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
+else
+  .venv/bin/python -m pip install -q -e .
+fi
