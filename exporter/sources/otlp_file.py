@@ -50,7 +50,7 @@ def records_from_otlp_json_line(
         result, _ = map_json_object(doc, options)
     except UndecodableRequest:
         return [], [REJECT_OTLP]
-    reasons = [reason for reason, n in sorted(result.rejected.items()) for _ in range(n)]
+    reasons = [reason for reason, _ in result.rejections]
     return result.records, reasons
 
 

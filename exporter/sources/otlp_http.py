@@ -20,7 +20,7 @@ Behaviour (OTLP/HTTP specification, trace signal only):
 
 Threads: HTTP handlers (at most ``max_threads``, each connection one thread)
 decode and map; one dispatcher thread calls ``sink(records, source)`` and
-``reject(reason, source)`` so the pipeline sees a single caller. Slow clients:
+``reject(reason, source, ts)`` so the pipeline sees a single caller. Slow clients:
 every socket read times out after ``idle_timeout`` and a reaper closes any
 connection whose request (headers and body) is not in after
 ``request_timeout``, so a client trickling one byte at a time cannot hold a
@@ -73,7 +73,7 @@ CT_PROTOBUF = "application/x-protobuf"
 CT_JSON = "application/json"
 
 Sink = Callable[[list[dict[str, Any]], str], None]
-RejectSink = Callable[[str, str], None]
+RejectSink = Callable[[str, str, float | None], None]  # (reason, source, ts) like Pipeline.reject
 
 # HTTP status -> google.rpc.Code for error bodies.
 _RPC_CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
@@ -85,12 +85,12 @@ _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 8 << 20
 
 
-class _TooLarge(Exception):
-    pass
+class BodyTooLarge(Exception):
+    """The (decompressed) body is over the cap: HTTP 413."""
 
 
-class _BadBody(Exception):
-    pass
+class BadBody(Exception):
+    """Bad framing or a corrupt compressed body: HTTP 400."""
 
 
 @dataclass
@@ -134,7 +134,7 @@ class ReceiverStats:
 
 
 def inflate_capped(data: bytes, wbits: int, cap: int) -> bytes:
-    """Decompress at most ``cap`` bytes; ``_TooLarge`` beyond, ``_BadBody`` if corrupt."""
+    """Decompress at most ``cap`` bytes; ``BodyTooLarge`` beyond, ``BadBody`` if corrupt."""
     inflater = zlib.decompressobj(wbits)
     out = bytearray()
     pending = data
@@ -143,20 +143,20 @@ def inflate_capped(data: bytes, wbits: int, cap: int) -> bytes:
             room = cap + 1 - len(out)
             out += inflater.decompress(pending, min(room, _INFLATE_STEP))
             if len(out) > cap:
-                raise _TooLarge
+                raise BodyTooLarge
             pending = inflater.unconsumed_tail
             if inflater.eof:
                 break
         if not inflater.eof:
             out += inflater.flush()
             if len(out) > cap:
-                raise _TooLarge
+                raise BodyTooLarge
             if not inflater.eof:
-                raise _BadBody("truncated compressed body")
+                raise BadBody("truncated compressed body")
     except zlib.error:
-        raise _BadBody("corrupt compressed body") from None
+        raise BadBody("corrupt compressed body") from None
     if inflater.unused_data.strip(b"\x00"):
-        raise _BadBody("trailing data after the compressed body")
+        raise BadBody("trailing data after the compressed body")
     return bytes(out)
 
 
@@ -361,11 +361,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             raw = self._read_body(receiver.max_body_bytes)
-        except _TooLarge:
+        except BodyTooLarge:
             self._linger = True
             self._error(413, f"body exceeds {receiver.max_body_bytes} bytes", as_json)
             return
-        except _BadBody as exc:
+        except BadBody as exc:
             self._error(400, str(exc), as_json)
             return
         if raw is None:  # the client went away mid-body
@@ -380,10 +380,10 @@ class _Handler(BaseHTTPRequestHandler):
                 body = inflate_capped(raw, _ZLIB_WBITS, receiver.max_body_bytes)
             else:
                 body = raw
-        except _TooLarge:
+        except BodyTooLarge:
             self._error(413, f"decompressed body exceeds {receiver.max_body_bytes} bytes", as_json)
             return
-        except _BadBody as exc:
+        except BadBody as exc:
             self._error(400, str(exc), as_json, close=False)
             return
         receiver.stats.add("bytes_decoded", len(body))
@@ -418,15 +418,15 @@ class _Handler(BaseHTTPRequestHandler):
         length_header = self.headers.get("Content-Length")
         if length_header is None:
             self.close_connection = True
-            raise _BadBody("Content-Length or chunked Transfer-Encoding is required")
+            raise BadBody("Content-Length or chunked Transfer-Encoding is required")
         try:
             length = int(length_header)
         except ValueError:
-            raise _BadBody("Content-Length is not a number") from None
+            raise BadBody("Content-Length is not a number") from None
         if length < 0:
-            raise _BadBody("Content-Length is negative")
+            raise BadBody("Content-Length is negative")
         if length > cap:
-            raise _TooLarge
+            raise BodyTooLarge
         data = self.rfile.read(length)
         return data if len(data) == length else None
 
@@ -440,10 +440,10 @@ class _Handler(BaseHTTPRequestHandler):
                 size = int(line.split(b";", 1)[0].strip(), 16)
             except ValueError:
                 self.close_connection = True
-                raise _BadBody("bad chunk size") from None
+                raise BadBody("bad chunk size") from None
             if size < 0:
                 self.close_connection = True
-                raise _BadBody("bad chunk size")
+                raise BadBody("bad chunk size")
             if size == 0:
                 while True:  # trailers up to the blank line
                     trailer = self.rfile.readline(8192)
@@ -453,14 +453,14 @@ class _Handler(BaseHTTPRequestHandler):
                         return bytes(out)
             if len(out) + size > cap:
                 self.close_connection = True
-                raise _TooLarge
+                raise BodyTooLarge
             chunk = self.rfile.read(size)
             if len(chunk) != size:
                 return None
             out += chunk
             if self.rfile.readline(8) not in (b"\r\n", b"\n"):
                 self.close_connection = True
-                raise _BadBody("bad chunk framing")
+                raise BadBody("bad chunk framing")
 
 
 def _success_body(result: BatchResult, as_json: bool) -> bytes:
@@ -476,9 +476,10 @@ def _success_body(result: BatchResult, as_json: bool) -> bytes:
 class OtlpReceiver:
     """OTLP/HTTP trace receiver feeding ``sink(records, source)`` from one dispatcher thread.
 
-    ``reject(reason, source)``, when given, is called once per rejected span
-    (bounded reasons of ``exporter.records.REJECTION_REASONS``) so the pipeline
-    counts them with every other rejection.
+    ``reject(reason, source, ts)``, when given (``Pipeline.reject`` fits), is
+    called once per rejected span (bounded reasons of
+    ``exporter.records.REJECTION_REASONS``; ``ts`` the span's end time when
+    readable, else None) so the pipeline counts them with every other rejection.
     """
 
     def __init__(
@@ -593,9 +594,8 @@ class OtlpReceiver:
                 if item.records:
                     self.sink(item.records, self.source)
                 if self.reject is not None:
-                    for reason, n in item.rejected.items():
-                        for _ in range(n):
-                            self.reject(reason, self.source)
+                    for reason, ts in item.rejections:
+                        self.reject(reason, self.source, ts)
             except Exception:
                 self.stats.add("sink_errors")
                 log.exception("OTLP sink failed on a batch of %d records", len(item.records))
@@ -615,6 +615,8 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_PORT",
     "TRACES_PATH",
+    "BadBody",
+    "BodyTooLarge",
     "OtlpReceiver",
     "ReceiverStats",
     "inflate_capped",

@@ -276,6 +276,7 @@ class Ignored:
 class Rejected:
     reason: str
     detail: str
+    ts: float | None = None  # the span's end time when it was readable, so it counts in its month
 
 
 SpanOutcome = Mapped | Ignored | Rejected
@@ -287,7 +288,14 @@ class BatchResult:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
+    rejections: list[tuple[str, float | None]] = field(
+        default_factory=list
+    )  # (reason, ts) per span
     ignored: Counter[str] = field(default_factory=Counter)
+
+    def reject(self, outcome: Rejected) -> None:
+        self.rejected[outcome.reason] += 1
+        self.rejections.append((outcome.reason, outcome.ts))
 
     @property
     def rejected_count(self) -> int:
@@ -545,7 +553,8 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         record["source_dialect"] = dialect or "llm_savings"
         return Mapped(record)
     except _Bad as bad:
-        return Rejected(bad.reason, bad.detail)
+        end_ns = span.end_ns or span.start_ns
+        return Rejected(bad.reason, bad.detail, end_ns / 1e9 if end_ns > 0 else None)
 
 
 _DEFAULT_OPTIONS = MappingOptions()
@@ -561,7 +570,7 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
         elif isinstance(outcome, Ignored):
             result.ignored[outcome.reason] += 1
         else:
-            result.rejected[outcome.reason] += 1
+            result.reject(outcome)
     return result
 
 
@@ -773,7 +782,7 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
                 elif isinstance(outcome, Ignored):
                     result.ignored[outcome.reason] += 1
                 else:
-                    result.rejected[outcome.reason] += 1
+                    result.reject(outcome)
     return result, total
 
 
