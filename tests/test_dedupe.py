@@ -1,0 +1,118 @@
+"""Dedupe (DESIGN.md §4): a request id seen again inside the window counts once, the first wins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from exporter.dedupe import DAY, DedupeLedger
+from exporter.pipeline import Pipeline
+from exporter.prices import load_price_table
+from exporter.replay import replay_files
+
+PRICES = Path(__file__).parent / "fixtures" / "engine" / "prices_two_versions.yaml"
+T0 = 1793491200.0  # 2026-11-01T00:00:00Z
+
+
+def raw(**fields: Any) -> bytes:
+    body = {"ts": "2026-11-10T00:00:00Z", "model": "alpha", **fields}
+    return json.dumps(body).encode() + b"\n"
+
+
+def pipeline(window_days: float = 40.0) -> Pipeline:
+    return Pipeline(load_price_table(PRICES), dedupe_window_days=window_days)
+
+
+def usage(n: int) -> dict[str, int]:
+    return {"input_tokens": n, "output_tokens": 0}
+
+
+def test_first_wins() -> None:
+    p = pipeline()
+    p.ingest_line(raw(request_id="a", usage=usage(100)))
+    p.ingest_line(raw(request_id="a", model="beta", usage=usage(999)))
+    totals = p.aggregates.month_totals()["2026-11"]
+    assert (totals["requests"], totals["duplicates"], totals["fresh_input_tokens"]) == (1, 1, 100)
+    assert {key[1] for key in p.aggregates.cells} == {"alpha"}
+
+
+def test_duplicate_is_counted_in_its_own_month() -> None:
+    p = pipeline()
+    p.ingest_line(raw(request_id="a", ts="2026-10-31T23:00:00Z"))
+    p.ingest_line(raw(request_id="a", ts="2026-11-01T01:00:00Z"))
+    totals = p.aggregates.month_totals()
+    assert totals["2026-10"]["requests"] == 1
+    assert totals["2026-11"]["duplicates"] == 1 and totals["2026-11"]["requests"] == 0
+
+
+def test_duplicates_across_files(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_bytes(raw(request_id="x", usage=usage(1)) + raw(request_id="y", usage=usage(2)))
+    second.write_bytes(raw(request_id="y", usage=usage(20)) + raw(request_id="z", usage=usage(3)))
+    p = pipeline()
+    assert replay_files([str(first), str(second)], p, None) == 4
+    totals = p.aggregates.month_totals()["2026-11"]
+    assert (totals["requests"], totals["duplicates"], totals["fresh_input_tokens"]) == (3, 1, 6)
+
+
+def test_records_without_id_are_never_duplicates() -> None:
+    p = pipeline()
+    for _ in range(3):
+        p.ingest_line(raw(usage=usage(1)))
+    p.ingest_line(raw(request_id="", usage=usage(1)))
+    totals = p.aggregates.month_totals()["2026-11"]
+    assert (totals["requests"], totals["duplicates"]) == (4, 0)
+    assert p.aggregates.flagged[("2026-11", "no_id")] == 4
+
+
+def test_a_rejected_record_does_not_take_the_id() -> None:
+    p = pipeline()
+    p.ingest_line(raw(request_id="a", tokens_before=1.5, tokens_after=1))  # rejected
+    p.ingest_line(raw(request_id="a", usage=usage(7)))
+    totals = p.aggregates.month_totals()["2026-11"]
+    assert (totals["rejected"], totals["requests"], totals["duplicates"]) == (1, 1, 0)
+
+
+def test_window_moves_with_the_newest_timestamp() -> None:
+    p = pipeline(window_days=10)
+    day = 86400
+    p.ingest_line(raw(request_id="old", ts=T0))
+    p.ingest_line(raw(request_id="old", ts=T0 + 5 * day))  # inside the window: duplicate
+    p.ingest_line(raw(request_id="new", ts=T0 + 20 * day))  # moves the window past "old"
+    p.ingest_line(raw(request_id="old", ts=T0 + 20 * day))  # forgotten: counted again
+    totals = p.aggregates.month_totals()["2026-11"]
+    assert (totals["requests"], totals["duplicates"]) == (3, 1)
+
+
+def test_ledger_keeps_digests_not_ids() -> None:
+    ledger = DedupeLedger(40)
+    secret = "req-secret-0123456789"
+    assert not ledger.seen_before(secret, T0)
+    assert ledger.seen_before(secret, T0 + 1)
+    state = ledger.to_state()
+    assert all(secret.encode() not in blob for blob in state.values())
+    restored = DedupeLedger.from_state(40, state)
+    assert restored.seen_before(secret, T0 + 2)
+    assert not restored.seen_before("other", T0 + 2)
+    assert len(restored) == 2
+
+
+def test_ledger_expires_whole_days() -> None:
+    ledger = DedupeLedger(2)
+    assert not ledger.seen_before("a", T0)
+    assert not ledger.seen_before("b", T0 + 2 * DAY)
+    assert ledger.seen_before("a", T0 + 2 * DAY)  # day 0 is still inside newest-2-1
+    assert not ledger.seen_before("c", T0 + 4 * DAY)  # newest day 4: day 0 falls out
+    assert not ledger.seen_before("a", T0 + 4 * DAY)
+    assert ledger.seen_before("b", T0 + 4 * DAY)
+
+
+def test_unicode_and_surrogate_ids() -> None:
+    ledger = DedupeLedger(40)
+    assert not ledger.seen_before("é", T0)
+    assert not ledger.seen_before("e\u0301", T0)  # not normalised: a different id
+    assert not ledger.seen_before(
+        "\udc80", T0
+    )  # a lone surrogate (from a decoded object) must not raise
+    assert ledger.seen_before("\udc80", T0)
