@@ -1,0 +1,3 @@
+"""Benchmarks are run by hand (python tests/bench/bench_tokens.py), never collected."""
+
+collect_ignore_glob = ["bench_*.py"]
