@@ -142,7 +142,10 @@ def _number(doc: Located, path: tuple[str | int, ...], value: Any, *, positive: 
         if isinstance(value, str) and re.fullmatch(r"[0-9.]+e-?[0-9]+", value):
             hint = " (YAML 1.1 reads exponents without a dot as strings: write 1.0e-6)"
         raise PriceTableError(str(doc.error(path, f"expected a number, got {value!r}{hint}")))
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer with hundreds of digits
+        number = math.inf
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
         raise PriceTableError(str(doc.error(path, f"expected a {'positive' if positive else 'non-negative'} "
                                                   f"finite number, got {value!r}")))

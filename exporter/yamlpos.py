@@ -48,8 +48,30 @@ class Located:
         return YamlError(f"{self.filename}:{self.line(path)}: {format_path(path)}: {message}")
 
 
-def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str) -> Any:
+MAX_NODES = 1_000_000  # aliases can expand a small file exponentially ("billion laughs")
+
+
+def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str,
+           active: set[int] | None = None) -> Any:
     lines[path] = node.start_mark.line + 1
+    if len(lines) > MAX_NODES:
+        raise YamlError(f"{filename}:{node.start_mark.line + 1}: document expands to more than "
+                        f"{MAX_NODES} values (alias expansion?)")
+    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        active = set() if active is None else active
+        if id(node) in active:
+            raise YamlError(f"{filename}:{node.start_mark.line + 1}: {format_path(path)}: "
+                            "recursive alias")
+        active.add(id(node))
+        try:
+            return _build_collection(node, path, lines, filename, active)
+        finally:
+            active.discard(id(node))
+    return _scalar(node)
+
+
+def _build_collection(node: yaml.MappingNode | yaml.SequenceNode, path: Path,
+                      lines: dict[Path, int], filename: str, active: set[int]) -> Any:
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -60,12 +82,11 @@ def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str) -
             if key in result:
                 raise YamlError(f"{filename}:{key_node.start_mark.line + 1}: {format_path((*path, key))}: "
                                 "duplicate key")
-            result[key] = _build(value_node, (*path, key), lines, filename)
+            result[key] = _build(value_node, (*path, key), lines, filename, active)
             lines[(*path, key)] = key_node.start_mark.line + 1
         return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*path, index), lines, filename) for index, item in enumerate(node.value)]
-    return _scalar(node)
+    return [_build(item, (*path, index), lines, filename, active)
+            for index, item in enumerate(node.value)]
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
@@ -77,8 +98,8 @@ def _scalar(node: yaml.Node) -> Any:
         return node.value
     try:
         return _CONSTRUCTOR.construct_object(node, deep=True)
-    except yaml.constructor.ConstructorError:
-        return node.value
+    except (yaml.constructor.ConstructorError, ValueError, TypeError, OverflowError):
+        return node.value  # e.g. 2026-02-30 or `!!float x`: the text, for the validator to refuse
 
 
 def load_located(text: str, filename: str) -> Located:
@@ -91,7 +112,12 @@ def load_located(text: str, filename: str) -> Located:
         raise YamlError(f"{filename}:{line}: invalid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise YamlError(f"{filename}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise YamlError(f"{filename}: invalid YAML: nested too deeply") from None
     lines: dict[Path, int] = {}
     if node is None:
         return Located(filename, None, {(): 1})
-    return Located(filename, _build(node, (), lines, filename), lines)
+    try:
+        return Located(filename, _build(node, (), lines, filename), lines)
+    except RecursionError:
+        raise YamlError(f"{filename}: invalid YAML: nested too deeply") from None
