@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from exporter.catalog import BY_NAME as CATALOG_BY_NAME
+
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"
 DASHBOARDS_DIR = ROOT / "dashboards"
@@ -35,15 +37,43 @@ TARGET_LABELS = frozenset({"job", "instance", "pod"})
 # Series Prometheus makes itself; allowed in queries besides the catalog.
 PROMETHEUS_SERIES: dict[str, frozenset[str]] = {"up": frozenset({"job", "instance", "pod"})}
 
-KEYWORDS = frozenset({
-    "and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right",
-    "bool", "offset", "inf", "nan", "atan2",
-})
+KEYWORDS = frozenset(
+    {
+        "and",
+        "or",
+        "unless",
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+        "atan2",
+    }
+)
 # Aggregation operators may be followed by `by (...)`/`without (...)` before their `(`.
-AGGREGATORS = frozenset({
-    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-    "bottomk", "topk", "quantile", "limitk", "limit_ratio",
-})
+AGGREGATORS = frozenset(
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    }
+)
 # Keywords followed by a parenthesised list of label names, not an expression.
 GROUPING = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 
@@ -61,7 +91,7 @@ class PromQLLexError(ValueError):
 
 @dataclass
 class Selector:
-    """A vector selector: its metric name (None for `{__name__=~...}` regexes) and matcher labels."""
+    """A vector selector: metric name (None for a `{__name__=~...}` regex) and matcher labels."""
 
     metric: str | None
     labels: list[str] = field(default_factory=list)
@@ -89,7 +119,7 @@ def _skip_string(expr: str, i: int) -> int:
         if ch == quote:
             return j + 1
         j += 1
-    raise PromQLLexError(f"unterminated string at {i}: {expr[i:i + 30]!r}")
+    raise PromQLLexError(f"unterminated string at {i}: {expr[i : i + 30]!r}")
 
 
 def _skip_space(expr: str, i: int) -> int:
@@ -106,7 +136,7 @@ def _skip_space(expr: str, i: int) -> int:
 
 def _read_string_value(expr: str, i: int) -> tuple[str, int]:
     end = _skip_string(expr, i)
-    raw = expr[i + 1:end - 1]
+    raw = expr[i + 1 : end - 1]
     if expr[i] == "`":
         return raw, end
     return re.sub(r"\\(.)", r"\1", raw), end  # enough for names; promtool checks the syntax
@@ -123,15 +153,15 @@ def _matchers(expr: str, i: int) -> tuple[list[tuple[str, str, str]], int]:
             return found, i + 1
         m = _LABEL.match(expr, i)
         if not m:
-            raise PromQLLexError(f"label name expected at {i}: {expr[i:i + 30]!r}")
+            raise PromQLLexError(f"label name expected at {i}: {expr[i : i + 30]!r}")
         name = m.group(0)
         i = _skip_space(expr, m.end())
         op = _MATCH_OP.match(expr, i)
         if not op:
-            raise PromQLLexError(f"matcher operator expected at {i}: {expr[i:i + 30]!r}")
+            raise PromQLLexError(f"matcher operator expected at {i}: {expr[i : i + 30]!r}")
         i = _skip_space(expr, op.end())
         if i >= len(expr) or expr[i] not in "\"'`":
-            raise PromQLLexError(f"string expected at {i}: {expr[i:i + 30]!r}")
+            raise PromQLLexError(f"string expected at {i}: {expr[i : i + 30]!r}")
         value, i = _read_string_value(expr, i)
         found.append((name, op.group(0), value))
         i = _skip_space(expr, i)
@@ -140,7 +170,7 @@ def _matchers(expr: str, i: int) -> tuple[list[tuple[str, str, str]], int]:
         elif i < len(expr) and expr[i] == "}":
             continue
         else:
-            raise PromQLLexError(f"',' or '}}' expected at {i}: {expr[i:i + 30]!r}")
+            raise PromQLLexError(f"',' or '}}' expected at {i}: {expr[i : i + 30]!r}")
 
 
 def analyse(expr: str) -> Analysis:
@@ -170,7 +200,11 @@ def analyse(expr: str) -> Analysis:
         elif ch == "{":
             matchers, i = _matchers(expr, i)
             names = [m[2] for m in matchers if m[0] == "__name__" and m[1] == "="]
-            selectors.append(Selector(names[0] if names else None, [m[0] for m in matchers if m[0] != "__name__"]))
+            selectors.append(
+                Selector(
+                    names[0] if names else None, [m[0] for m in matchers if m[0] != "__name__"]
+                )
+            )
         elif ch.isdigit() or (ch == "." and i + 1 < n and expr[i + 1].isdigit()):
             m = _NUMBER.match(expr, i)
             assert m is not None
@@ -187,7 +221,7 @@ def analyse(expr: str) -> Analysis:
                     close = expr.find(")", j)
                     if close < 0:
                         raise PromQLLexError(f"unterminated label list at {j}")
-                    grouping.extend(x.strip() for x in expr[j + 1:close].split(",") if x.strip())
+                    grouping.extend(x.strip() for x in expr[j + 1 : close].split(",") if x.strip())
                     i = close + 1
             elif lowered in KEYWORDS or lowered in AGGREGATORS:
                 pass
@@ -210,12 +244,21 @@ def analyse(expr: str) -> Analysis:
 
 # --- what rules/ and dashboards/ contain --------------------------------------
 
+
 def load_rule_files() -> dict[str, Any]:
-    return {p.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(RULES_DIR.glob("*.yaml"))}
+    return {
+        p.name: yaml.safe_load(p.read_text(encoding="utf-8"))
+        for p in sorted(RULES_DIR.glob("*.yaml"))
+    }
 
 
 def all_rules() -> list[dict[str, Any]]:
-    return [rule for doc in load_rule_files().values() for group in doc["groups"] for rule in group["rules"]]
+    return [
+        rule
+        for doc in load_rule_files().values()
+        for group in doc["groups"]
+        for rule in group["rules"]
+    ]
 
 
 def recording_rule_names() -> set[str]:
@@ -223,7 +266,10 @@ def recording_rule_names() -> set[str]:
 
 
 def load_dashboards() -> dict[str, dict[str, Any]]:
-    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASHBOARDS_DIR.glob("*.json"))}
+    return {
+        p.name: json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted(DASHBOARDS_DIR.glob("*.json"))
+    }
 
 
 def dashboard_panels(board: dict[str, Any]) -> list[dict[str, Any]]:
@@ -239,8 +285,10 @@ def dashboard_exprs(board: dict[str, Any]) -> list[tuple[str, str]]:
     return [(p["title"], t["expr"]) for p in dashboard_panels(board) for t in p.get("targets", [])]
 
 
-_LABEL_VALUES = re.compile(r"^\s*label_values\(\s*(?:(?P<expr>.*?)\s*,\s*)?(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$",
-                           re.DOTALL)
+_LABEL_VALUES = re.compile(
+    r"^\s*label_values\(\s*(?:(?P<expr>.*?)\s*,\s*)?(?P<label>[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$",
+    re.DOTALL,
+)
 
 
 def variable_queries(board: dict[str, Any]) -> list[tuple[str, str | None, str]]:
@@ -257,10 +305,45 @@ def variable_queries(board: dict[str, Any]) -> list[tuple[str, str | None, str]]
     return out
 
 
+def check_expr_against_catalog(expr: str, records: set[str]) -> list[str]:
+    """Problems of one expression: unknown metrics, matcher or grouping labels a metric lacks."""
+    problems: list[str] = []
+    analysis = analyse(expr)
+    known_labels: set[str] = set(TARGET_LABELS)
+    only_catalog = True
+    for selector in analysis.selectors:
+        name = selector.metric
+        if name is None:
+            problems.append(f"selector without a metric name in {expr!r}")
+            continue
+        if name in CATALOG_BY_NAME:
+            allowed = set(CATALOG_BY_NAME[name].labels) | TARGET_LABELS
+        elif name in PROMETHEUS_SERIES:
+            allowed = set(PROMETHEUS_SERIES[name])
+        elif name in records:
+            only_catalog = False
+            continue  # a recording rule keeps labels of its own; promtool tests cover them
+        else:
+            problems.append(f"{name} is neither in exporter/catalog.py nor a recording rule")
+            continue
+        known_labels |= allowed
+        problems.extend(
+            f"{name} has no label {label!r}" for label in selector.labels if label not in allowed
+        )
+    if only_catalog:
+        problems.extend(
+            f"grouping label {label!r} is on none of the metrics of {expr!r}"
+            for label in analysis.grouping_labels
+            if label not in known_labels
+        )
+    return problems
+
+
 # --- Grafana variable substitution, as Grafana does it for Prometheus -----------
 
+
 def grafana_regex_value(values: list[str], all_value: str | None, selected_all: bool) -> str:
-    """A multi-value variable inside `=~"..."`: All -> allValue, else `(a|b)` with regex escaping."""
+    """A multi-value variable in `=~"..."`: All -> allValue, else `(a|b)`, regex-escaped."""
     if selected_all and all_value is not None:
         return all_value
     escaped = [re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", v) for v in values]
@@ -269,7 +352,9 @@ def grafana_regex_value(values: list[str], all_value: str | None, selected_all: 
 
 def substitute(expr: str, variables: dict[str, str], rate_interval: str = "1m") -> str:
     """Replace `$__rate_interval`, `$name` and `${name}` the way Grafana does before querying."""
-    out = expr.replace("$__rate_interval", rate_interval).replace("${__rate_interval}", rate_interval)
+    out = expr.replace("$__rate_interval", rate_interval).replace(
+        "${__rate_interval}", rate_interval
+    )
     for name in sorted(variables, key=len, reverse=True):
         out = out.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
     if re.search(r"\$[A-Za-z_{]", out):
@@ -301,12 +386,14 @@ def poll(check: Callable[[], T | None], timeout: float, what: str, interval: flo
         except Exception as exc:  # a server still starting refuses connections
             last_error = exc
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last error: {last_error!r}")
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last error: {last_error!r}"
+            )
         time.sleep(interval)  # pacing between polls, not waiting for an event
 
 
 def http_get(url: str, timeout: float = 5.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (local test servers)
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return bytes(response.read())
 
 
