@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -431,3 +431,234 @@ def replay(
             for raw in stream:
                 oracle.line(raw)
     return oracle.result()
+
+
+# --- random realistic logs, for the comparison -------------------------------------------------
+
+MODELS: tuple[tuple[str, str | None], ...] = (
+    ("alpha", None),
+    ("alpha", "anthropic"),
+    ("acme/alpha", None),
+    ("alpha-2026-09", None),
+    ("beta", None),
+    ("gamma", "google"),
+    ("delta", None),
+    ("epsilon", None),
+    ("zeta", "vendor"),
+    ("zeta", None),
+    ("mystery-1", None),
+    ("gpt-unknown", "openai"),
+)
+METHODS = (
+    "provider",
+    "tiktoken:o200k_base",
+    "tiktoken:cl100k_base",
+    "estimate:chars/4",
+    "custom",
+    None,
+)
+START = datetime(2026, 10, 20, tzinfo=UTC).timestamp()
+SPAN = 30 * 86400  # inside the 40-day dedupe window: nothing expires in a generated log
+
+
+def _usage(rng: Any) -> dict[str, Any]:
+    n = lambda hi=5000: rng.randint(0, hi)  # noqa: E731
+    kind = rng.randrange(9)
+    if kind == 0:  # OpenAI chat, cached inside prompt
+        prompt = n(20000)
+        block: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": n(),
+            "total_tokens": 0,
+        }
+        if rng.random() < 0.7:
+            block["prompt_tokens_details"] = {"cached_tokens": rng.randint(0, prompt)}
+        return block
+    if kind == 1:  # OpenAI-compatible cache writes
+        prompt = n(20000)
+        cached = rng.randint(0, prompt)
+        key = rng.choice(("cache_write_tokens", "cache_creation_tokens"))
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": n(),
+            "prompt_tokens_details": {
+                "cached_tokens": cached,
+                key: rng.randint(0, prompt - cached),
+            },
+        }
+    if kind == 2:  # DeepSeek
+        prompt = n(20000)
+        hit = rng.randint(0, prompt)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": n(),
+            "prompt_cache_hit_tokens": hit,
+            "prompt_cache_miss_tokens": prompt - hit,
+        }
+    if kind == 3:  # OpenAI responses
+        total = n(20000)
+        return {
+            "input_tokens": total,
+            "output_tokens": n(),
+            "input_tokens_details": {"cached_tokens": rng.randint(0, total)},
+            "output_tokens_details": {"reasoning_tokens": n(100)},
+        }
+    if kind == 4:  # Anthropic without split
+        return {
+            "input_tokens": n(),
+            "cache_read_input_tokens": n(50000),
+            "cache_creation_input_tokens": n(),
+            "output_tokens": n(),
+        }
+    if kind == 5:  # Anthropic with split
+        w5, w1h = n(), n()
+        return {
+            "input_tokens": n(),
+            "cache_read_input_tokens": n(50000),
+            "cache_creation_input_tokens": w5 + w1h,
+            "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1h},
+            "output_tokens": n(),
+        }
+    if kind == 6:  # Gemini
+        prompt = n(30000)
+        return {
+            "promptTokenCount": prompt,
+            "cachedContentTokenCount": rng.randint(0, prompt),
+            "candidatesTokenCount": n(),
+            "thoughtsTokenCount": n(2000),
+        }
+    if kind == 7:  # Bedrock Converse
+        return {
+            "inputTokens": n(),
+            "cacheReadInputTokens": n(30000),
+            "cacheWriteInputTokens": n(),
+            "outputTokens": n(),
+        }
+    return {"some_future_shape": n()}  # unknown shape: counted without usage
+
+
+def _random_ts(rng: Any) -> Any:
+    if rng.random() < 0.03:
+        return rng.choice(
+            ("2026-11-01T00:00:00Z", "2026-10-31T23:59:59.999Z", 1793491200, 1793491200000)
+        )
+    seconds = START + rng.random() * SPAN
+    form = rng.randrange(7)
+    if form == 0:
+        return int(seconds)
+    if form == 1:
+        return int(seconds * 1000)
+    if form == 2:
+        return round(seconds, 3)
+    moment = datetime.fromtimestamp(int(seconds), UTC)
+    if form == 3:
+        return moment.isoformat().replace("+00:00", "Z")
+    if form == 4:
+        return moment.replace(tzinfo=None).isoformat()  # naive = UTC
+
+    offset = timezone(timedelta(minutes=rng.choice((-600, -300, -150, 60, 330, 345, 840))))
+    return moment.astimezone(offset).isoformat()
+
+
+def _good(rng: Any, rid: str | None) -> dict[str, Any]:
+    model, provider = rng.choice(MODELS)
+    rec: dict[str, Any] = {"ts": _random_ts(rng), "model": model}
+    if rid is not None:
+        rec["request_id"] = rid
+    if provider is not None:
+        rec["provider"] = provider
+    if rng.random() < 0.5:
+        rec["tenant"] = rng.choice(("t1", "t2", "t3"))
+    if rng.random() < 0.85:
+        rec["usage"] = _usage(rng)
+    r = rng.random()
+    method = rng.choice(METHODS)
+    if r < 0.5:
+        before = rng.randint(0, 30000)
+        rec["tokens_before"] = before
+        rec["tokens_after"] = (
+            rng.randint(0, before) if rng.random() < 0.9 else before + rng.randint(0, 50)
+        )
+        if method is not None:
+            rec["count_method"] = method
+        if rng.random() < 0.3:
+            saved = rec["tokens_before"] - rec["tokens_after"]
+            rec["components"] = [
+                {"name": "trim", "tokens_saved": rng.randint(0, max(saved, 0) + 10)}
+            ]
+    elif r < 0.7:  # shadow mode
+        rec["would_have_saved"] = rng.randint(0, 5000)
+        if method is not None:
+            rec["count_method"] = method
+    elif r < 0.75:
+        rec["tokens_before"] = rng.randint(0, 100)  # incomplete: no tokens_after
+    if rng.random() < 0.05:
+        rec["unknown_key"] = {"nested": [1, 2, 3]}
+    return rec
+
+
+def _bad(rng: Any) -> bytes:
+    base = {"ts": _random_ts(rng), "model": "alpha", "request_id": f"bad-{rng.random()}"}
+    kind = rng.randrange(16)
+    if kind == 0:
+        return b"this is not json"
+    if kind == 1:
+        return b'{"ts": 1793491200, "model": "alpha", "tokens_before": NaN, "tokens_after": 1}'
+    if kind == 2:
+        return b'{"ts": 1793491200, "model": "alpha", "would_have_saved": Infinity}'
+    if kind == 3:
+        return b'{"ts": 1793491200, "model": "beta", "tokens_before": 1e308, "tokens_after": 1}'
+    if kind == 4:
+        base.update(tokens_before=True, tokens_after=1)
+    elif kind == 5:
+        base.update(tokens_before=10.0, tokens_after=1)
+    elif kind == 6:
+        base["usage"] = {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 11}}
+    elif kind == 7:
+        del base["ts"]
+    elif kind == 8:
+        del base["model"]
+    elif kind == 9:
+        base["ts"] = rng.choice(("yesterday", "2026-02-30T00:00:00Z", True, -5))
+    elif kind == 10:
+        return b"[1, 2, 3]"
+    elif kind == 11:
+        return b'{"ts": 1793491200, "model": "alpha\xff"}'
+    elif kind == 12:
+        base["usage"] = {
+            "input_tokens": 1,
+            "cache_creation_input_tokens": 10,
+            "cache_creation": {"ephemeral_5m_input_tokens": 3, "ephemeral_1h_input_tokens": 3},
+        }
+    elif kind == 13:
+        base["components"] = {"trim": 3}
+    elif kind == 14:
+        base["tenant"] = ["x"]
+    else:
+        base["usage"] = {"promptTokenCount": 5, "cachedContentTokenCount": 6}
+    return json.dumps(base).encode()
+
+
+def generate_log(rng: Any, n: int) -> list[bytes]:
+    """``n`` lines (each ending in a newline): valid records, duplicates, bad and blank lines."""
+    lines: list[bytes] = []
+    ids: list[str] = []
+    for index in range(n):
+        roll = rng.random()
+        if roll < 0.08:
+            body = _bad(rng)
+        elif roll < 0.1:
+            body = rng.choice((b"", b"   ", b"\xef\xbb\xbf"))
+        else:
+            if ids and roll < 0.2:
+                rid: str | None = rng.choice(ids)  # duplicate id, different content: first wins
+            elif roll < 0.25:
+                rid = None
+            else:
+                rid = f"req-{index}-{rng.randrange(10**9)}"
+                ids.append(rid)
+            body = json.dumps(_good(rng, rid)).encode()
+            if rng.random() < 0.02:
+                body = b"\xef\xbb\xbf" + body
+        lines.append(body + (b"\r\n" if rng.random() < 0.1 else b"\n"))
+    return lines
