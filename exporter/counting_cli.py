@@ -30,8 +30,10 @@ different numbers, which must not be confused:
   counted. Unknown keys are ignored by the exporter, so such records also
   replay normally.
 
-Families come from the record's ``provider`` or a model-name prefix rule
-(:data:`FAMILY_PREFIXES`).
+A record's family comes from the price table (``--prices``, default the bundled
+table: the version in force at its ``ts``), else its ``provider``, else a
+model-name prefix rule (:data:`FAMILY_PREFIXES`). Each delta factor is shown
+next to the factor the table holds now for that family and method.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from typing import Any
 
 import orjson
 
+from exporter.prices import PricedModel, PriceTable, PriceTableError, load_price_table
 from exporter.records import Record, parse_object
 from exporter.tokens import (
     ENCODINGS,
@@ -321,8 +324,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- calibrate
-def family_of(model: str, provider: str | None) -> str:
-    """Price-table family of a record: its provider, else a model-name prefix rule."""
+def family_of(
+    model: str, provider: str | None, table: PriceTable | None = None, ts: float | None = None
+) -> str:
+    """Family of a record: the price table's, else its provider, else a model-name prefix rule."""
+    if table is not None and ts is not None:
+        priced = table.lookup(model, ts, provider)
+        if isinstance(priced, PricedModel):
+            return priced.family
     if provider:
         return provider.strip().lower()
     name = model.strip().lower().rsplit("/", 1)[-1]
@@ -367,7 +376,9 @@ class _Delta:
 class Calibration:
     """Accumulates level ratios and delta factors from canonical records."""
 
+    table: PriceTable | None = None
     levels: dict[tuple[str, str, str], _Level] = field(default_factory=lambda: defaultdict(_Level))
+    table_factors: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
     deltas: dict[tuple[str, str], _Delta] = field(default_factory=lambda: defaultdict(_Delta))
     lines: int = 0
     rejected: int = 0
@@ -394,7 +405,7 @@ class Calibration:
         method = record.count_method or "unknown"
         if method == "provider":
             return
-        family = family_of(record.model, record.provider)
+        family = family_of(record.model, record.provider, self.table, record.ts)
         before, after = record.tokens_before, record.tokens_after
         if after is not None and after > 0 and record.usage is not None:
             population = "compacted" if before is not None and before > after else "untouched"
@@ -414,6 +425,10 @@ class Calibration:
         if counted_delta <= 0:
             self.skipped_billed += 1
             return
+        if self.table is not None and (family, method) not in self.table_factors:
+            priced = self.table.lookup(record.model, record.ts, record.provider)
+            if isinstance(priced, PricedModel):
+                self.table_factors[(family, method)] = priced.factor(method)
         delta = self.deltas[(family, method)]
         delta.billed += bb - ba
         delta.counted += counted_delta
@@ -441,6 +456,10 @@ class Calibration:
                     "count_method": method,
                     "n": len(d.per_record),
                     "factor": d.billed / d.counted,
+                    "table_factor": self.table_factors.get((family, method), (None, None))[0],
+                    "table_factor_source": self.table_factors.get((family, method), (None, None))[
+                        1
+                    ],
                     "billed_delta_sum": d.billed,
                     "counted_delta_sum": d.counted,
                     "per_record": _spread(d.per_record),
@@ -502,8 +521,8 @@ def suggested_yaml(deltas: Sequence[Mapping[str, Any]], levels: Sequence[Mapping
     return "\n".join(out) + "\n"
 
 
-def calibrate_files(paths: Iterable[Path]) -> dict[str, Any]:
-    cal = Calibration()
+def calibrate_files(paths: Iterable[Path], table: PriceTable | None = None) -> dict[str, Any]:
+    cal = Calibration(table=table)
     for path in paths:
         with open(path, "rb") as fh:
             for line in fh:
@@ -538,6 +557,10 @@ def _print_calibrate(report: Mapping[str, Any]) -> None:
             f"  {d['family']:<12}{d['count_method']:<24}n={d['n']:<6} f={d['factor']:.3f}"
             f"  per-record median {pr['median']:.3f}, p10..p90 {pr['p10']:.3f}..{pr['p90']:.3f}"
         )
+        if d["table_factor"] is not None:
+            print(
+                f"  {'':<36}price table now: {d['table_factor']:.3f} ({d['table_factor_source']})"
+            )
     print("\n" + report["suggested_yaml"])
     print("Note: " + report["warning"])
 
@@ -547,7 +570,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if missing:
         print(f"calibrate: no such file: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    report = calibrate_files(Path(p) for p in args.files)
+    try:
+        table = load_price_table(args.prices)
+    except PriceTableError as exc:
+        print(f"calibrate: {exc}", file=sys.stderr)
+        return 2
+    report = calibrate_files((Path(p) for p in args.files), table)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -589,5 +617,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "factor to put in the price table. " + LEVEL_VS_DELTA_WARNING,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="canonical JSONL files")
+    p.add_argument(
+        "--prices", metavar="FILE", help="price table for model families (default: the bundled one)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_calibrate)

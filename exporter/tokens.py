@@ -49,7 +49,7 @@ Gemini, ...) are counted with o200k_base on purpose: the price table's
 Caching, and per-message counting
 ---------------------------------
 Counts are cached per segment (one message's content, or one content part) in a
-bounded LRU keyed by ``(encoding, blake2b-128 of the UTF-8 text)`` — the text
+bounded LRU keyed by ``(encoding, blake2b of the UTF-8 text cut to 128 bits)`` — the text
 itself is never stored. An agent transcript that resends its whole history
 therefore only tokenizes its new messages. Each segment is encoded on its own,
 so the cached total equals the uncached per-segment total exactly. That total

@@ -332,3 +332,36 @@ def test_calibrate_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 )
 def test_family_of(model: str, provider: str | None, family: str) -> None:
     assert family_of(model, provider) == family
+
+
+def test_calibrate_family_and_current_factor_come_from_the_price_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rnd = random.Random(5)
+    log = tmp_path / "house.jsonl"
+    recs = [
+        _record(i, rnd, 1.25, model="house-model", provider=None)
+        for i in range(1, 40)
+        if i % 3 != 0
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    table = REPO / "tests" / "fixtures" / "tokens" / "prices.yaml"
+    code, out = run(["calibrate", "--json", "--prices", str(table), str(log)], capsys)
+    assert code == 0
+    (delta,) = json.loads(out)["delta_factors"]
+    assert delta["family"] == "acme"  # only the table knows this family
+    assert delta["factor"] == pytest.approx(1.25, abs=0.002)
+    assert (delta["table_factor"], delta["table_factor_source"]) == (1.2, "table")
+    # without the table the family is unknown
+    code, out = run(["calibrate", "--json", str(log)], capsys)
+    assert json.loads(out)["delta_factors"][0]["family"] == "unknown"
+
+
+def test_calibrate_refuses_a_bad_price_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: nope\n")
+    log = _write_log(tmp_path / "gw.jsonl", factor=1.0, n=3)
+    code, _ = run(["calibrate", "--prices", str(bad), str(log)], capsys)
+    assert code == 2
