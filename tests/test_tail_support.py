@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from exporter.sources.jsonl_tail import TailEvent, Tailer
+from exporter.sources.jsonl_tail import Tailer, TailEvent
 
 _ID = re.compile(rb'"request_id":"(r\d+)"')
 
