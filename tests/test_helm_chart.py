@@ -87,8 +87,11 @@ def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 
 def sidecar(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    (container,) = [c for c in pod_spec["containers"] if c["name"] == "llm-savings-exporter"]
-    return container
+    found: list[dict[str, Any]] = [
+        c for c in pod_spec["containers"] if c["name"] == "llm-savings-exporter"
+    ]
+    assert len(found) == 1, [c["name"] for c in pod_spec["containers"]]
+    return found[0]
 
 
 def config_map_data(objects: list[dict[str, Any]], name: str) -> dict[str, str]:
@@ -149,7 +152,8 @@ def test_crd_schemas_refuse_a_misspelt_field() -> None:
     rule = one(objects, "PrometheusRule")
     rule["spec"]["groups"][0]["rules"][0]["for"] = "5 minutes"
     assert any(
-        e.startswith("$.spec.groups[0].rules[0].for") and "does not match" in e for e in crd_errors(rule)
+        e.startswith("$.spec.groups[0].rules[0].for") and "does not match" in e
+        for e in crd_errors(rule)
     ), crd_errors(rule)
 
 
@@ -160,10 +164,15 @@ def test_names_fit_63_characters() -> None:
             {"exampleGateway": {"enabled": True}, "dashboards": {"enabled": True}},
             name=long_release,
         )
-    objects = [d for p, t in manifests.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t)]
+    objects = [
+        d for p, t in manifests.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t)
+    ]
     names = [o["metadata"]["name"] for o in objects if o]
-    assert names and all(len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) for n in names), names
-    assert len(set(names)) == len(names) or len({(o["kind"], o["metadata"]["name"]) for o in objects if o}) == len(names)
+    assert names and all(
+        len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) for n in names
+    ), names
+    kinds_names = [(o["kind"], o["metadata"]["name"]) for o in objects if o]
+    assert len(set(kinds_names)) == len(kinds_names), kinds_names
 
 
 # --- the sidecar container ---------------------------------------------------------------
@@ -259,7 +268,9 @@ def test_example_gateway_runs_the_sidecar_next_to_a_demo_writer(exporter_config:
         "key": "token",
     }
     assert env["TZ"]["value"] == "UTC"
-    config = parse_rendered_config(config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"])
+    config = parse_rendered_config(
+        config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"]
+    )
     assert config["otlp"]["listen"] == "127.0.0.1:4318"
     # Inline prices: their own ConfigMap, mounted as a directory (hot reload works).
     prices_dir = "/etc/llm-savings-exporter/prices"
@@ -271,7 +282,9 @@ def test_example_gateway_runs_the_sidecar_next_to_a_demo_writer(exporter_config:
     assert config["prices"] == f"{prices_dir}/prices.yaml"
 
     # The real loader accepts what the chart rendered, with the file's own types.
-    loaded = exporter_config(config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"])
+    loaded = exporter_config(
+        config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"]
+    )
     assert [s.name for s in loaded.sources] == ["gateway", "litellm"]
     assert loaded.sources[1].poll_interval_seconds == 0.5 and loaded.sources[1].watch is False
     assert loaded.otlp.max_body_bytes == 16 << 20  # an int, not 1.6777216e+07
@@ -302,7 +315,9 @@ def test_standalone_is_a_statefulset_with_a_state_pvc(exporter_config: Any) -> N
     mounts = {m["mountPath"]: m["name"] for m in sidecar(pod)["volumeMounts"]}
     assert mounts[STATE_DIR] == "llm-savings-state"
     assert LOG_MOUNT not in mounts  # no gateway log volume in standalone mode
-    assert "llm-savings-state" not in {v["name"] for v in pod["volumes"]}  # the PVC, not an emptyDir
+    assert "llm-savings-state" not in {
+        v["name"] for v in pod["volumes"]
+    }  # the PVC, not an emptyDir
 
     services = {s["metadata"]["name"]: s for s in by_kind(objects, "Service")}
     assert spec["serviceName"] in services
@@ -317,7 +332,9 @@ def test_standalone_is_a_statefulset_with_a_state_pvc(exporter_config: Any) -> N
         assert svc["spec"]["selector"].items() <= pod_labels.items()
     assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
 
-    loaded = exporter_config(config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"])
+    loaded = exporter_config(
+        config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"]
+    )
     assert loaded.otlp.enabled and loaded.otlp.listen == "0.0.0.0:4318"
     assert loaded.sources == ()
     assert "/v1/traces" in notes
@@ -349,7 +366,11 @@ def test_monitoring_objects_are_gated_labelled_and_wired() -> None:
     assert rule["spec"]["groups"] == expected_groups
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
-    dashboards = [cm for cm in by_kind(objects, "ConfigMap") if "grafana_dashboard" in cm["metadata"]["labels"]]
+    dashboards = [
+        cm
+        for cm in by_kind(objects, "ConfigMap")
+        if "grafana_dashboard" in cm["metadata"]["labels"]
+    ]
     sources = sorted((CHART / "files" / "dashboards").glob("*.json"))
     assert sources, "no dashboards in the chart: run scripts/sync_chart.py"
     assert len(dashboards) == len(sources)
@@ -385,7 +406,11 @@ def test_optional_objects_are_off_by_default() -> None:
     objects, _ = render({"exampleGateway": {"enabled": True}})
     kinds = {o["kind"] for o in objects}
     assert kinds.isdisjoint(CRD_KINDS)
-    assert not [cm for cm in by_kind(objects, "ConfigMap") if "grafana_dashboard" in cm["metadata"]["labels"]]
+    assert not [
+        cm
+        for cm in by_kind(objects, "ConfigMap")
+        if "grafana_dashboard" in cm["metadata"]["labels"]
+    ]
 
 
 def test_existing_price_configmap_is_mounted_not_rendered(exporter_config: Any) -> None:
@@ -398,7 +423,9 @@ def test_existing_price_configmap_is_mounted_not_rendered(exporter_config: Any) 
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["llm-savings-prices"]["configMap"]["name"] == "team-llm-prices"
     assert volumes["llm-savings-state"]["persistentVolumeClaim"]["claimName"] == "savings-state"
-    loaded = exporter_config(config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"])
+    loaded = exporter_config(
+        config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"]
+    )
     assert loaded.prices == "/etc/llm-savings-exporter/prices/prices-2026.yaml"
 
 
@@ -406,12 +433,14 @@ def test_no_price_table_means_the_bundled_one(exporter_config: Any) -> None:
     objects, _ = render({"exampleGateway": {"enabled": True}})
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert "llm-savings-prices" not in {v["name"] for v in pod["volumes"]}
-    loaded = exporter_config(config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"])
+    loaded = exporter_config(
+        config_map_data(objects, f"{RELEASE}-llm-savings-exporter-config")["config.yaml"]
+    )
     assert loaded.prices is None
 
 
 def test_demo_and_standalone_together_are_refused_with_a_reason() -> None:
-    with pytest.raises(helm.HelmError, match="exampleGateway.enabled needs mode: sidecar"):
+    with pytest.raises(helm.HelmError, match=r"exampleGateway\.enabled needs mode: sidecar"):
         render({"mode": "standalone", "exampleGateway": {"enabled": True}})
 
 
@@ -423,15 +452,23 @@ def test_demo_and_standalone_together_are_refused_with_a_reason() -> None:
     [
         ({"mode": "sidecars"}, "at '/mode': value must be one of 'sidecar', 'standalone'"),
         ({"ports": {"metrics": "9464"}}, "at '/ports/metrics': got string, want integer"),
-        ({"config": {"timezon": "UTC"}}, "at '/config': additional properties 'timezon' not allowed"),
+        (
+            {"config": {"timezon": "UTC"}},
+            "at '/config': additional properties 'timezon' not allowed",
+        ),
         ({"serviceMonitor": {"interval": "30 seconds"}}, "at '/serviceMonitor/interval'"),
-        ({"config": {"sources": [{"name": "g", "type": "syslog", "paths": ["/x"]}]}}, "at '/config/sources/0/type'"),
+        (
+            {"config": {"sources": [{"name": "g", "type": "syslog", "paths": ["/x"]}]}},
+            "at '/config/sources/0/type'",
+        ),
         ({"ports": {"names": {"metrics": "llm-savings-metrics"}}}, "at '/ports/names/metrics'"),
         ({"securityContext": {"runAsUser": -1}}, "at '/securityContext/runAsUser'"),
         ({"image": {"digest": "latest"}}, "at '/image/digest'"),
     ],
 )
-def test_schema_refuses_wrong_values_with_a_clear_message(values: dict[str, Any], message: str) -> None:
+def test_schema_refuses_wrong_values_with_a_clear_message(
+    values: dict[str, Any], message: str
+) -> None:
     with helm.Chart.load(CHART) as loaded, pytest.raises(helm.HelmValuesError) as caught:
         loaded.render(values, name=RELEASE)
     assert message in str(caught.value)
@@ -444,10 +481,14 @@ def test_schema_sets_additional_properties_false_on_every_object() -> None:
 
     def walk(node: Any, path: str) -> None:
         if isinstance(node, dict):
-            if node.get("type") == "object" and "properties" in node and node.get("additionalProperties") is not False:
-                # A Volume is a name plus one of ~30 volume sources, left to the API server.
-                if path != "/properties/extraVolumes/items":
-                    open_objects.append(path)
+            # A Volume is a name plus one of ~30 volume sources, left to the API server.
+            if (
+                node.get("type") == "object"
+                and "properties" in node
+                and node.get("additionalProperties") is not False
+                and path != "/properties/extraVolumes/items"
+            ):
+                open_objects.append(path)
             for key, value in node.items():
                 walk(value, f"{path}/{key}")
         elif isinstance(node, list):
@@ -491,7 +532,9 @@ def test_parent_chart_includes_the_sidecar_as_the_readme_shows(tmp_path: Path) -
     chart_yaml.write_text(re.sub(r"file://\S+", f"file://{CHART}", chart_yaml.read_text()))
     helm.dependency_update(parent)  # `helm dependency update`: packages the chart into charts/
     objects, _ = render({}, chart=parent)
-    (gateway,) = [d for d in by_kind(objects, "Deployment") if d["metadata"]["name"] == "rel-gateway"]
+    (gateway,) = [
+        d for d in by_kind(objects, "Deployment") if d["metadata"]["name"] == "rel-gateway"
+    ]
     pod = gateway["spec"]["template"]["spec"]
     check_sidecar(pod, objects, otlp=False)
     volume_names = [v["name"] for v in pod["volumes"]]
@@ -511,9 +554,10 @@ def test_parent_chart_includes_the_sidecar_as_the_readme_shows(tmp_path: Path) -
 def test_readme_example_is_the_tested_one() -> None:
     readme = (CHART / "README.md").read_text()
     fixture = (FIXTURES / "parent-chart" / "templates" / "deployment.yaml").read_text()
+    context = '(index .Subcharts "llm-savings-exporter") | nindent 8 }}'
     for needle in (
-        '{{- include "llm-savings-exporter.sidecarContainer" (index .Subcharts "llm-savings-exporter") | nindent 8 }}',
-        '{{- include "llm-savings-exporter.sidecarVolumes" (index .Subcharts "llm-savings-exporter") | nindent 8 }}',
+        '{{- include "llm-savings-exporter.sidecarContainer" ' + context,
+        '{{- include "llm-savings-exporter.sidecarVolumes" ' + context,
     ):
         assert needle in readme and needle in fixture
 
