@@ -560,7 +560,7 @@ def _random_ts(rng: Any) -> Any:
     return moment.astimezone(offset).isoformat()
 
 
-def _good(rng: Any, rid: str | None) -> dict[str, Any]:
+def good_record(rng: Any, rid: str | None) -> dict[str, Any]:
     model, provider = rng.choice(MODELS)
     rec: dict[str, Any] = {"ts": _random_ts(rng), "model": model}
     if rid is not None:
@@ -597,7 +597,7 @@ def _good(rng: Any, rid: str | None) -> dict[str, Any]:
     return rec
 
 
-def _bad(rng: Any) -> bytes:
+def bad_line(rng: Any) -> bytes:
     base = {"ts": _random_ts(rng), "model": "alpha", "request_id": f"bad-{rng.random()}"}
     kind = rng.randrange(16)
     if kind == 0:
@@ -646,7 +646,7 @@ def generate_log(rng: Any, n: int) -> list[bytes]:
     for index in range(n):
         roll = rng.random()
         if roll < 0.08:
-            body = _bad(rng)
+            body = bad_line(rng)
         elif roll < 0.1:
             body = rng.choice((b"", b"   ", b"\xef\xbb\xbf"))
         else:
@@ -657,7 +657,7 @@ def generate_log(rng: Any, n: int) -> list[bytes]:
             else:
                 rid = f"req-{index}-{rng.randrange(10**9)}"
                 ids.append(rid)
-            body = json.dumps(_good(rng, rid)).encode()
+            body = json.dumps(good_record(rng, rid)).encode()
             if rng.random() < 0.02:
                 body = b"\xef\xbb\xbf" + body
         lines.append(body + (b"\r\n" if rng.random() < 0.1 else b"\n"))
