@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import shutil
@@ -140,22 +141,21 @@ def test_demo_serves_lintable_metrics_and_exits_by_itself(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_demo_stops_cleanly_on_sigterm_and_sigint(tmp_path: Path) -> None:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        directory = tmp_path / signum.name
-        demo = Demo("--port", "0", "--dir", str(directory), "--rate", "100")
-        try:
-            url = demo.metrics_url()
-            poll(lambda url=url: scrape(url), 20, "the metrics endpoint")
-            # plain summary lines (stdout is a pipe), every 2 s
-            line = demo.next_line(15)
-            assert line.split()[1].startswith("month=") and " tokens_saved=" in line
-            demo.proc.send_signal(signum)
-            assert demo.proc.wait(30) == 0
-        finally:
-            demo.kill()
-        assert demo.rest().rstrip().endswith("demo: stopped (final checkpoint written)")
-        assert list((directory / "state").iterdir())
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_demo_stops_cleanly_on_a_signal(tmp_path: Path, signum: signal.Signals) -> None:
+    demo = Demo("--port", "0", "--dir", str(tmp_path), "--rate", "100")
+    try:
+        url = demo.metrics_url()
+        poll(functools.partial(scrape, url), 20, "the metrics endpoint")
+        # plain summary lines (stdout is a pipe), every 2 s
+        line = demo.next_line(15)
+        assert line.split()[1].startswith("month=") and " tokens_saved=" in line
+        demo.proc.send_signal(signum)
+        assert demo.proc.wait(30) == 0
+    finally:
+        demo.kill()
+    assert demo.rest().rstrip().endswith("demo: stopped (final checkpoint written)")
+    assert list((tmp_path / "state").iterdir())
 
 
 def test_busy_port_is_refused_with_a_message(tmp_path: Path) -> None:
