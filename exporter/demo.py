@@ -177,7 +177,9 @@ def summarise(agg: Aggregates, month: str) -> Summary:
 
 
 def _usd(value: float) -> str:
-    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:,.4f}"
+    sign = "-" if value < 0 else ""
+    amount = abs(value)
+    return f"{sign}${amount:,.2f}" if amount >= 1 else f"{sign}${amount:,.4f}"
 
 
 def render_screen(s: Summary, metrics_url: str, log_path: Path, lines_per_s: float) -> str:
