@@ -37,7 +37,7 @@ DEEPSEEK = "https://api-docs.deepseek.com/quick_start/pricing"
 PREFIXES = {
     "openai": ("openai/",),
     "anthropic": ("anthropic/",),
-    "google": ("gemini/", "google/", "vertex_ai/"),
+    "google": ("gemini/", "google/"),  # not vertex_ai/: Vertex lists some Gemini models higher
     "bedrock": ("bedrock/",),
     "mistral": ("mistral/",),
     "deepseek": ("deepseek/",),
