@@ -1,0 +1,161 @@
+"""Replay throughput: the full pipeline against a bare ``orjson.loads`` loop (the ceiling).
+
+Run by hand (never collected by pytest)::
+
+    python tests/bench/bench_replay.py [--records 1000000] [--profile]
+
+Generates canonical records with usage blocks deterministically into a temp
+file, then times, in this one process: decoding every line with
+``orjson.loads`` and nothing else, and the replay (parse, normalise usage,
+dedupe, price by version, aggregate) exactly as ``replay`` runs it. Target:
+200,000 records/s on one core. ``--profile`` adds a cProfile of the replay
+(top 15 by cumulative time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from exporter.pipeline import Pipeline
+from exporter.prices import load_price_table
+from exporter.replay import replay_files
+
+PRICES = Path(__file__).resolve().parent.parent / "fixtures" / "engine" / "prices_two_versions.yaml"
+TARGET = 200_000
+START = 1_793_491_200  # 2026-11-01T00:00:00Z
+MODELS = ("alpha", "beta", "gamma", "delta", "epsilon", "acme/alpha", "mystery-1")
+METHODS = ("provider", "tiktoken:o200k_base", "tiktoken:cl100k_base", "estimate:chars/4")
+
+
+def _usage(rng: random.Random, kind: int) -> str:
+    a, b, c, d = (rng.randrange(1, 20000) for _ in range(4))
+    if kind == 0:
+        return (
+            f'{{"prompt_tokens":{a + b},"completion_tokens":{c},"total_tokens":{a + b + c},'
+            f'"prompt_tokens_details":{{"cached_tokens":{b}}}}}'
+        )
+    if kind == 1:
+        return (
+            f'{{"input_tokens":{a},"cache_read_input_tokens":{b},"cache_creation_input_tokens":{d},'
+            f'"output_tokens":{c}}}'
+        )
+    if kind == 2:
+        return (
+            f'{{"promptTokenCount":{a + b},"cachedContentTokenCount":{b},'
+            f'"candidatesTokenCount":{c},"thoughtsTokenCount":{d // 10}}}'
+        )
+    return (
+        f'{{"inputTokens":{a},"cacheReadInputTokens":{b},"cacheWriteInputTokens":{d},'
+        f'"outputTokens":{c}}}'
+    )
+
+
+def generate(path: Path, records: int, seed: int = 1) -> int:
+    """Write ``records`` canonical lines; returns the file size in bytes."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        batch: list[str] = []
+        for index in range(records):
+            ts = START + index * 2  # about 23 days per million records
+            before = rng.randrange(1000, 40000)
+            after = before - rng.randrange(0, before // 2)
+            batch.append(
+                f'{{"ts":"{time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))}",'
+                f'"request_id":"req-{index:08d}-{rng.getrandbits(32):08x}",'
+                f'"model":"{MODELS[index % len(MODELS)]}","provider":"acme",'
+                f'"tenant":"team-{index % 17}","tokens_before":{before},"tokens_after":{after},'
+                f'"count_method":"{METHODS[index % len(METHODS)]}",'
+                f'"usage":{_usage(rng, index % 4)}}}\n'
+            )
+            if len(batch) == 10000:
+                out.writelines(batch)
+                batch.clear()
+        out.writelines(batch)
+    return path.stat().st_size
+
+
+def bare_loads(path: Path) -> int:
+    loads = orjson.loads
+    count = 0
+    with path.open("rb") as stream:
+        for line in stream:
+            loads(line)
+            count += 1
+    return count
+
+
+def full_replay(path: Path) -> Pipeline:
+    pipeline = Pipeline(load_price_table(PRICES))
+    replay_files([str(path)], pipeline, None)
+    return pipeline
+
+
+def _timed(label: str, records: int, work: Callable[[], object]) -> float:
+    """Run ``work``; print wall and CPU rates; return records per CPU second.
+
+    CPU time (``process_time``) is the one-core figure: on a shared machine the
+    wall clock also counts the time other processes held the core.
+    """
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(
+        f"{label:<18}: {records / cpu:>10,.0f} records/CPU-s  "
+        f"({records / wall:>10,.0f} records/s wall, {cpu:.1f}s CPU)"
+    )
+    return records / cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the replay, top 15 by cumtime"
+    )
+    args = parser.parse_args(argv)
+    n = args.records
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "bench.jsonl"
+        started = time.perf_counter()
+        size = generate(path, n)
+        print(
+            f"generated {n:,} records ({size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f}s"
+        )
+
+        ceiling = _timed("orjson.loads loop", n, lambda: bare_loads(path))
+        result: list[Pipeline] = []
+        rate = _timed("full replay", n, lambda: result.append(full_replay(path)))
+        totals = result[0].aggregates.month_totals()
+        assert sum(m["requests"] for m in totals.values()) == n, "every record must count"
+        verdict = "meets" if rate >= TARGET else "misses"
+        print(
+            f"replay / ceiling  : {rate / ceiling:.2f}; "
+            f"the replay {verdict} the {TARGET:,} records/CPU-s target"
+        )
+
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            full_replay(path)
+            profiler.disable()
+            report = io.StringIO()
+            pstats.Stats(profiler, stream=report).sort_stats("cumulative").print_stats(15)
+            print(report.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
