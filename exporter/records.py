@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from exporter.fastparse import fast_parse
 from exporter.usage import MAX_COUNT, Usage, UsageError, count_value, normalise_usage
 
 # Bounded set of rejection reasons (the `reason` label of records_rejected_total).
@@ -90,7 +91,7 @@ class TextCounter(Protocol):
     ) -> tuple[int, str]: ...
 
 
-class _Invalid(Exception):
+class _Invalid(ValueError):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
         self.reason = reason
@@ -262,6 +263,10 @@ _BOM = b"\xef\xbb\xbf"
 
 def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
     """One JSON line -> record or rejection; None for a blank line (not a record)."""
+    if counter is None or b'"text_' not in line and b'"messages_' not in line:
+        fast = fast_parse(line, Record, parse_ts)
+        if fast is not None:
+            return fast  # type: ignore[no-any-return]
     if line.startswith(_BOM):
         line = line[3:]
     if not line.strip():
