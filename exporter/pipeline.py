@@ -148,7 +148,7 @@ class Pipeline:
         before, after = record.tokens_before, record.tokens_after
         has_savings = before is not None and after is not None
         if has_savings or record.would_have_saved is not None:
-            method = caps.method(record.count_method) if record.count_method else UNSPECIFIED_METHOD
+            method = self._method_label(record.count_method, priced)
         else:
             method = ""
         cell_key = (month, model, tenant, method, rate_id)
@@ -180,6 +180,21 @@ class Pipeline:
         for flag in record.flags:
             agg.count(agg.flagged, (month, flag))
         agg.generation += 1
+
+    def _method_label(self, method: str | None, priced: PricedModel | str) -> str:
+        """The ``method`` label; methods that carry a factor are never folded into ``other``.
+
+        Those are bounded by the price table, and folding them would change the
+        dollars (``other`` has no factor); any other method's factor is the default
+        1.0 whether it keeps its name or not.
+        """
+        if not method:
+            return UNSPECIFIED_METHOD
+        if method == "provider" or (
+            isinstance(priced, PricedModel) and any(name == method for name, _ in priced.factors)
+        ):
+            return method
+        return self.caps.method(method)
 
     def _attribute(
         self, month: str, model: str, tenant: str, method: str, saved: int, components: tuple[tuple[str, int], ...]

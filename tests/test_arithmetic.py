@@ -301,11 +301,6 @@ def test_factor_never_touches_spend() -> None:
     assert totals["spend_usd"] == approx(100 * 3.0 * M)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: the cell keys on the CAPPED method label, so a method "
-    "past max_methods becomes 'other' and loses its billed_token_factor (report to lead)",
-)
 def test_label_cap_on_methods_does_not_change_dollars() -> None:
     p = Pipeline(table(), caps=LabelCaps(max_methods=2))
     records = [
