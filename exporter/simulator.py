@@ -617,7 +617,11 @@ class LogWriter:
         if due <= 0:
             return 0
         due = min(due, int(self.rate_per_s * 5) + 1)  # after a stall, catch up at most 5 s worth
-        self._out.write("".join(to_line(self.sim.item(now)) + "\n" for _ in range(due)))
+        # stamp the batch evenly over the interval it stands for, the newest at ``now``
+        step = 1.0 / self.rate_per_s
+        self._out.write(
+            "".join(to_line(self.sim.item(now - (due - 1 - i) * step)) + "\n" for i in range(due))
+        )
         self._out.flush()
         self.written += due
         return due
