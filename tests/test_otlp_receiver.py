@@ -529,3 +529,20 @@ def test_stop_delivers_what_was_queued_then_refuses(start: Any, spans: dict[str,
     assert len(sink.records) == len(MODEL_CALLS)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_expect_100_continue(start: Any, spans: dict[str, Any]) -> None:
+    rx = start(max_body_bytes=1 << 20)
+    body = pb_body(spans)
+    head = (
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/x-protobuf\r\nExpect: 100-continue\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", rx.port), timeout=5) as sock:
+        sock.sendall(f"{head}Content-Length: {10 << 20}\r\n\r\n".encode())
+        assert sock.recv(65536).startswith(b"HTTP/1.1 413")  # refused before any byte of the body
+    with socket.create_connection(("127.0.0.1", rx.port), timeout=5) as sock:
+        sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode())
+        assert sock.recv(65536).startswith(b"HTTP/1.1 100")
+        sock.sendall(body)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")

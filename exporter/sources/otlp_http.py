@@ -183,7 +183,7 @@ class _Server(HTTPServer):
 
     # -- bounded threads
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(timeout=0.05):
+        if not self._slots.acquire(timeout=0.01):
             self.receiver.stats.add("connections_refused")
             self.receiver.stats.status(503)
             try:
@@ -250,6 +250,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self._linger_close()
         finally:
             self.server.unwatch(self.connection)
+
+    def handle_expect_100(self) -> bool:
+        """Answer ``Expect: 100-continue`` with 413 at once when the declared body is too big."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        if length > self.server.receiver.max_body_bytes:
+            self.command = self.command or "POST"
+            as_json = "json" in (self.headers.get("Content-Type") or "").lower()
+            self._error(413, f"body exceeds {self.server.receiver.max_body_bytes} bytes", as_json)
+            return False
+        return bool(super().handle_expect_100())
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("otlp http: " + format, *args)

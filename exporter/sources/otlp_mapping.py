@@ -234,6 +234,16 @@ PROVIDER_ALIASES: dict[str, str] = {
     "x-ai": "xai",
 }
 
+_MAX_DECISIONS = 4096
+_MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL)
+_PROVIDER_KEYS = (A_PROVIDER, A_SYSTEM, A_OI_PROVIDER, A_OI_SYSTEM)
+_ID_KEYS = (S_REQUEST_ID, A_RESPONSE_ID)
+_SAVINGS_FIELDS = (
+    (S_BEFORE, "tokens_before"),
+    (S_AFTER, "tokens_after"),
+    (S_WOULD, "would_have_saved"),
+)
+
 _DIGITS = re.compile(r"[0-9]{1,16}")
 _HEX_ID = re.compile(r"[0-9a-fA-F]+")
 
@@ -258,8 +268,18 @@ class MappingOptions:
     tenant_attributes: tuple[str, ...] = DEFAULT_TENANT_ATTRIBUTES
     input_includes_cache: bool | None = None  # None: the total decides, else the dialect
 
+    # key -> wanted? Keys repeat across spans; bounded because clients choose them.
+    _decisions: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
     def wanted(self, key: str) -> bool:
-        return key in _EXACT_KEYS or key.startswith(_PREFIXES) or key in self.tenant_attributes
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = (
+                key in _EXACT_KEYS or key.startswith(_PREFIXES) or key in self.tenant_attributes
+            )
+            if len(self._decisions) < _MAX_DECISIONS:
+                self._decisions[key] = decision
+        return decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +376,20 @@ def _string(attrs: Mapping[str, Any], key: str, limit: int = MAX_LABEL_CHARS) ->
     if len(value) > limit:
         raise _Bad(REJECT_FIELD, f"{key} is longer than {limit} characters")
     return value
+
+
+def _first_string(
+    attrs: Mapping[str, Any], keys: tuple[str, ...], limit: int = MAX_LABEL_CHARS
+) -> str | None:
+    """The first non-empty string among ``keys``; a wrong type or length raises ``_Bad``."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is None or value == "":
+            continue
+        if type(value) is str and len(value) <= limit:
+            return value
+        _string(attrs, key, limit)  # raises, naming the key
+    return None
 
 
 def _type_name(value: Any) -> str:
@@ -482,18 +516,6 @@ def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _tenant(span: SpanView, options: MappingOptions) -> str | None:
-    for key in options.tenant_attributes:
-        value = _string(span.attrs, key)
-        if value is not None:
-            return value
-    for key in options.tenant_attributes:
-        value = _string(span.resource, key)
-        if value is not None:
-            return value
-    return None
-
-
 def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutcome:
     """One span -> a record dict (``Mapped``), or why not (``Ignored``/``Rejected``)."""
     opts = options or _DEFAULT_OPTIONS
@@ -502,54 +524,41 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         skip = _rollup_or_not_call(attrs)
         if skip is not None:
             return Ignored(skip)
-        model = (
-            _string(attrs, A_RESPONSE_MODEL)
-            or _string(attrs, A_REQUEST_MODEL)
-            or _string(attrs, A_OI_MODEL)
-        )
+        model = _first_string(attrs, _MODEL_KEYS)
         dialect = _detect_dialect(attrs, span.scope_name)
-        has_savings = any(k in attrs for k in SAVINGS_COUNT_KEYS)
+        has_savings = S_BEFORE in attrs or S_AFTER in attrs or S_WOULD in attrs
         if model is None and dialect is None and not has_savings:
             return Ignored(IGNORE_NOT_MODEL_CALL)
         record: dict[str, Any] = {}
         end_ns = span.end_ns or span.start_ns
         if end_ns > 0:
             record["ts"] = end_ns / 1e9
-        request_id = _string(attrs, S_REQUEST_ID, MAX_ID_CHARS) or _string(
-            attrs, A_RESPONSE_ID, MAX_ID_CHARS
-        )
+        request_id = _first_string(attrs, _ID_KEYS, MAX_ID_CHARS)
         if request_id is None and span.trace_id and span.span_id:
             request_id = f"{span.trace_id}:{span.span_id}"
         if request_id is not None:
             record["request_id"] = request_id
         if model is not None:
             record["model"] = model
-        provider = (
-            _string(attrs, A_PROVIDER)
-            or _string(attrs, A_SYSTEM)
-            or _string(attrs, A_OI_PROVIDER)
-            or _string(attrs, A_OI_SYSTEM)
-        )
+        provider = _first_string(attrs, _PROVIDER_KEYS)
         if provider is not None:
             record["provider"] = normalise_provider(provider)
-        tenant = _tenant(span, opts)
+        tenant_keys = opts.tenant_attributes
+        tenant = _first_string(attrs, tenant_keys) or _first_string(span.resource, tenant_keys)
         if tenant is not None:
             record["tenant"] = tenant
         if dialect is not None:
             usage = _usage_block(*_usage_counts(attrs, dialect), opts.input_includes_cache)
             if usage:
                 record["usage"] = usage
-        for key, out_key in (
-            (S_BEFORE, "tokens_before"),
-            (S_AFTER, "tokens_after"),
-            (S_WOULD, "would_have_saved"),
-        ):
-            value = _count(attrs, key)
-            if value is not None:
-                record[out_key] = value
-        method = _string(attrs, S_METHOD)
-        if method is not None:
-            record["count_method"] = method
+        if has_savings or S_METHOD in attrs:
+            for key, out_key in _SAVINGS_FIELDS:
+                value = _count(attrs, key)
+                if value is not None:
+                    record[out_key] = value
+            method = _string(attrs, S_METHOD)
+            if method is not None:
+                record["count_method"] = method
         record["source_dialect"] = dialect or "llm_savings"
         return Mapped(record)
     except _Bad as bad:
@@ -594,10 +603,13 @@ def _pb_value(value: AnyValue) -> Any:
 
 def _pb_attrs(kvs: Iterable[KeyValue], options: MappingOptions) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    wanted = options.wanted
+    decisions = options._decisions
     for kv in kvs:
         key = kv.key
-        if wanted(key):
+        keep = decisions.get(key)
+        if keep is None:
+            keep = options.wanted(key)
+        if keep:
             out[key] = _pb_value(kv.value)
     return out
 
