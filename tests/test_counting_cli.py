@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exporter import counting_cli
 from exporter.counting_cli import (
@@ -365,3 +367,38 @@ def test_calibrate_refuses_a_bad_price_table(
     log = _write_log(tmp_path / "gw.jsonl", factor=1.0, n=3)
     code, _ = run(["calibrate", "--prices", str(bad), str(log)], capsys)
     assert code == 2
+
+
+_values = st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats() | st.text(max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    extra=st.dictionaries(
+        st.sampled_from(
+            [
+                "tokens_before",
+                "tokens_after",
+                "billed_before",
+                "billed_after",
+                "count_method",
+                "usage",
+                "provider",
+                "model",
+                "ts",
+            ]
+        ),
+        _values | st.dictionaries(st.sampled_from(["prompt_tokens", "input_tokens"]), _values),
+        max_size=6,
+    ),
+    junk=st.binary(max_size=40),
+)
+def test_calibration_never_raises_on_hostile_lines(extra: dict[str, Any], junk: bytes) -> None:
+    cal = Calibration()
+    rnd = random.Random(0)
+    cal.add_line(junk)
+    cal.add_object({**_record(1, rnd, 1.1), **extra})
+    report = cal.report()
+    assert report["records"]["used_for_delta_factor"] <= 1
+    for d in report["delta_factors"]:
+        assert math.isfinite(d["factor"])

@@ -348,3 +348,26 @@ def test_per_message_versus_concatenation_is_documented_behaviour() -> None:
     per_message = counter.count_messages(["foo", "bar"])[0]
     assert per_message == counter.count_text("foo")[0] + counter.count_text("bar")[0]
     assert counter.count_text("foobar")[0] <= per_message
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["content", "parts", "text", "role", "type", "x"]), inner, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(_json, max_size=5))
+def test_count_messages_never_raises_on_arbitrary_json(messages: list[Any]) -> None:
+    counter = TokenCounter(cache_min_chars=0)
+    total, method = counter.count_messages(messages)
+    segments = [s for m in messages for s in message_segments(m)]
+    assert all(isinstance(s, str) and s for s in segments)
+    assert total == sum(counter.count_text(s)[0] for s in segments)
+    assert method == "tiktoken:o200k_base"
