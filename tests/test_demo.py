@@ -18,10 +18,12 @@ from typing import IO, TypeVar
 
 import pytest
 
-from exporter.demo import render_line, render_screen, summarise
+from exporter.config import config_from_dict
+from exporter.demo import demo_config, render_line, render_screen, summarise
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
-from exporter.simulator import LOG_NAME, UNPRICED_MODEL, Simulator, to_line
+from exporter.sidecar import Sidecar
+from exporter.simulator import LOG_NAME, UNPRICED_MODEL, LogWriter, Simulator, to_line
 
 ROOT = Path(__file__).resolve().parent.parent
 START = 1795000000.0  # 2026-11-18T10:13:20Z
@@ -249,3 +251,38 @@ def test_screen_and_line_show_the_figures() -> None:
     assert int(fields["tokens_saved"]) == summary.tokens_saved
     assert int(fields["requests"]) == summary.requests
     assert float(fields["cache_hit_rate"]) == pytest.approx(summary.cache_hit_rate, abs=1e-3)
+
+
+def _counted(sidecar: Sidecar) -> int:
+    """Lines the sidecar has turned into a request, a duplicate or a rejection."""
+    with sidecar.pipeline.lock:
+        months = sidecar.pipeline.aggregates.month_totals()
+    return sum(m["requests"] + m["duplicates"] + m["rejected"] for m in months.values())
+
+
+def _caught_up(sidecar: Sidecar, written: int) -> bool | None:
+    return True if _counted(sidecar) == written else None
+
+
+def test_rotating_log_is_counted_exactly_once_by_the_sidecar(tmp_path: Path) -> None:
+    """The demo's writer and the real sidecar: every line counted once across rename rotations."""
+    config = config_from_dict(demo_config(tmp_path, "127.0.0.1", 0), origin="test")
+    sidecar = Sidecar(config)
+    now = time.time()
+    writer = LogWriter(Simulator(4, now), tmp_path, rate_per_s=40, rotate_every_s=3, now=now)
+    sidecar.start()
+    try:
+        for second in range(1, 13):
+            writer.step(now + second)
+            written = writer.written
+            poll(functools.partial(_caught_up, sidecar, written), 20, f"{written} lines counted")
+        assert writer.rotations == 4
+        assert sorted(p.name for p in tmp_path.glob(f"{LOG_NAME}*")) == [LOG_NAME, f"{LOG_NAME}.1"]
+        # nothing is read twice after the renames: still exactly the lines written
+        stable_until = time.monotonic() + 1.5
+        while time.monotonic() < stable_until:
+            assert _counted(sidecar) == writer.written == 12 * 40
+            threading.Event().wait(0.1)
+    finally:
+        writer.close()
+        sidecar.stop()
