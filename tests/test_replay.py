@@ -174,3 +174,31 @@ def test_table_output_without_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["replay", str(path), "--prices", str(PRICES)]) == 0
     out = capsys.readouterr().out
     assert "spend usd" in out and "2026-11" in out
+
+
+def test_timezone_option_moves_a_utc_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b'{"ts": "2026-11-01T03:00:00Z", "model": "alpha", "request_id": "a"}\n')
+    utc = replay_cli(capsys, str(log), "--prices", str(PRICES))
+    new_york = replay_cli(
+        capsys, str(log), "--prices", str(PRICES), "--timezone", "America/New_York"
+    )
+    assert list(utc["months"]) == ["2026-11"]
+    assert list(new_york["months"]) == ["2026-10"]
+
+
+def test_bench_replay_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The benchmark is not collected; this keeps it from rotting (tiny size)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_replay", REPO / "tests" / "bench" / "bench_replay.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--records", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "full replay" in out and "replay / ceiling" in out
