@@ -367,7 +367,7 @@ def test_413_gzip_bomb_stops_at_the_cap_without_inflating_it(start: Any) -> None
     rx = start(max_body_bytes=cap)
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     zeros = bytes(1 << 20)
-    bomb = b"".join(packer.compress(zeros) for _ in range(256)) + packer.flush()  # 256 MiB inflated
+    bomb = b"".join(packer.compress(zeros) for _ in range(64)) + packer.flush()  # 64 MiB inflated
     assert len(bomb) < cap
     tracemalloc.start()
     try:
@@ -376,7 +376,7 @@ def test_413_gzip_bomb_stops_at_the_cap_without_inflating_it(start: Any) -> None
     finally:
         tracemalloc.stop()
     assert status == 413
-    assert peak < 8 * cap  # the 256 MiB never exist in memory
+    assert peak < 8 * cap  # the 64 MiB never exist in memory
 
 
 def test_inflate_capped_exact_limits() -> None:
@@ -504,7 +504,7 @@ def test_slow_loris_is_cut_off_at_the_request_deadline(start: Any) -> None:
             except OSError:
                 closed_after = time.monotonic() - began
                 break
-    assert closed_after is not None and 0.9 <= closed_after < 2.5
+    assert closed_after is not None and 0.9 <= closed_after < 4.0  # deadline 1 s + reaper tick
     wait_until(lambda: rx.stats.snapshot()["connections_reaped"] == 1)
 
 
