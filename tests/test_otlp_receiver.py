@@ -546,3 +546,18 @@ def test_expect_100_continue(start: Any, spans: dict[str, Any]) -> None:
         assert sock.recv(65536).startswith(b"HTTP/1.1 100")
         sock.sendall(body)
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_a_two_argument_reject_callable_is_supported(start: Any) -> None:
+    seen: list[tuple[str, str]] = []
+    sink = Sink()
+    rx = OtlpReceiver(
+        sink, "127.0.0.1", 0, reject=lambda reason, source: seen.append((reason, source))
+    )
+    rx.start()
+    try:
+        assert post(rx, _mixed_request().SerializeToString())[0] == 200
+        wait_until(lambda: seen == [("invalid_count", "otlp")] and len(sink.records) == 2)
+    finally:
+        rx.stop()
+    assert rx.stats.snapshot()["sink_errors"] == 0

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import inspect
 import logging
 import queue
 import socket
@@ -73,7 +74,8 @@ CT_PROTOBUF = "application/x-protobuf"
 CT_JSON = "application/json"
 
 Sink = Callable[[list[dict[str, Any]], str], None]
-RejectSink = Callable[[str, str, float | None], None]  # (reason, source, ts) like Pipeline.reject
+# (reason, source, ts) like Pipeline.reject; a two-argument (reason, source) callable works too
+RejectSink = Callable[..., None]
 
 # HTTP status -> google.rpc.Code for error bodies.
 _RPC_CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
@@ -476,6 +478,17 @@ class _Handler(BaseHTTPRequestHandler):
                 raise BadBody("bad chunk framing")
 
 
+def _accepts_three_args(func: Callable[..., Any]) -> bool:
+    """Whether ``func(reason, source, ts)`` is a valid call (else it is called with two)."""
+    try:
+        inspect.signature(func).bind("reason", "source", None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): assume the Pipeline.reject shape
+        return True
+    return True
+
+
 def _success_body(result: BatchResult, as_json: bool) -> bytes:
     response = ExportTraceServiceResponse()
     if result.rejected:
@@ -519,6 +532,7 @@ class OtlpReceiver:
             raise ValueError("idle_timeout and request_timeout must be positive")
         self.sink = sink
         self.reject = reject
+        self._reject_takes_ts = reject is not None and _accepts_three_args(reject)
         self.host = host
         self._requested_port = port
         self.max_body_bytes = max_body_bytes
@@ -608,7 +622,10 @@ class OtlpReceiver:
                     self.sink(item.records, self.source)
                 if self.reject is not None:
                     for reason, ts in item.rejections:
-                        self.reject(reason, self.source, ts)
+                        if self._reject_takes_ts:
+                            self.reject(reason, self.source, ts)
+                        else:
+                            self.reject(reason, self.source)
             except Exception:
                 self.stats.add("sink_errors")
                 log.exception("OTLP sink failed on a batch of %d records", len(item.records))
