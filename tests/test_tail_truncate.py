@@ -101,3 +101,34 @@ def test_truncated_to_shorter_with_same_head_while_stopped(tmp_path: Path) -> No
     # Read again from 0: r0..r19 twice is the honest answer for a file cut in place.
     assert oracle.consumed[100:] == [f"r{i}" for i in [*range(20), *range(200, 210)]]
     oracle.close()
+
+
+def test_rewritten_with_same_head_while_stopped(tmp_path: Path) -> None:
+    """Head intact and size beyond the offset, but the bytes before the offset differ."""
+    log = tmp_path / "app.log"
+    append(log, lines(range(10), pad=40))
+    oracle = Oracle([str(log)], use_watchdog=False, fingerprint_bytes=64)
+    oracle.poll()
+    oracle.checkpoint()
+    oracle.tailer.close()
+    with open(log, "r+b") as f:
+        f.truncate(len(lines([0], pad=40)))
+    append(log, lines(range(50, 70), pad=40))
+    warnings = oracle.crash()
+    assert any("rewritten while stopped" in w for w in warnings), warnings
+    oracle.drain()
+    assert oracle.consumed[10:] == [f"r{i}" for i in [0, *range(50, 70)]]
+    oracle.close()
+
+
+def test_lines_buffered_before_a_truncation_are_still_returned(tmp_path: Path) -> None:
+    """A budget left complete lines in the buffer; they were in the file, so they count."""
+    log = tmp_path / "app.log"
+    append(log, lines(range(100)))
+    oracle = Oracle([str(log)], use_watchdog=False)
+    assert len(oracle.poll(max_lines=10)) == 10
+    log.write_bytes(b"")  # truncated; no copy in the globs
+    append(log, lines(range(100, 105)))
+    oracle.drain()
+    oracle.assert_exactly(expect_ids(range(105)))
+    oracle.close()
