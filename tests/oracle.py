@@ -462,7 +462,10 @@ SPAN = 30 * 86400  # inside the 40-day dedupe window: nothing expires in a gener
 
 
 def _usage(rng: Any) -> dict[str, Any]:
-    n = lambda hi=5000: rng.randint(0, hi)  # noqa: E731
+
+    def n(hi: int = 5000) -> int:
+        return int(rng.randint(0, hi))
+
     kind = rng.randrange(9)
     if kind == 0:  # OpenAI chat, cached inside prompt
         prompt = n(20000)

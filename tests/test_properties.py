@@ -131,10 +131,10 @@ def test_signs_and_rates(lines: list[bytes]) -> None:
         assert 0.0 <= month["cache_hit_rate"] <= 1.0
         for key in oracle.MONTH_KEYS_INT:
             assert month[key] >= 0
-    for key, cell, rates in p.aggregates.priced_cells():
+    for cell_key, cell, rates in p.aggregates.priced_cells():
         assert all(v >= 0 for v in cell)
         if rates is not None:
-            dollars = cell_dollars(cell, rates, key[3])
+            dollars = cell_dollars(cell, rates, cell_key[3])
             assert dollars.cache_read_savings >= 0.0 and dollars.cache_write_premium >= 0.0
             assert dollars.spend >= 0.0
 
