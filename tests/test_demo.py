@@ -57,11 +57,20 @@ class Demo:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         assert self.proc.stdout is not None
+        self.errors: list[bytes] = []
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+        threading.Thread(
+            target=self._drain, daemon=True
+        ).start()  # a full stderr pipe would block it
 
     def _read(self, stream: IO[bytes]) -> None:
         for raw in stream:
             self.lines.put(raw.decode())
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.errors.append(raw)
 
     def next_line(self, timeout: float) -> str:
         line = self.lines.get(timeout=timeout)
@@ -131,8 +140,7 @@ def test_demo_serves_lintable_metrics_and_exits_by_itself(tmp_path: Path) -> Non
         assert sample_sum(body, "llm_savings_requests_total") > 0
         assert "llm_savings_unpriced_requests_total{" in body
         code = demo.proc.wait(30)
-        stderr = demo.proc.stderr.read().decode() if demo.proc.stderr else ""
-        assert code == 0, stderr
+        assert code == 0, b"".join(demo.errors).decode()
     finally:
         demo.kill()
     output = demo.rest()
