@@ -219,8 +219,10 @@ def parse_mapping(text: str, filename: str) -> Mapping:
         if name not in FIELDS:
             known = ", ".join(sorted(FIELDS))
             raise _fail(doc, where, f"unknown field {name!r} (record v1 fields: {known})")
-        if isinstance(entry, str):
+        path_at: tuple[str | int, ...] = (*where, "path")
+        if isinstance(entry, str):  # the shorthand `field: path`
             entry = {"path": entry}
+            path_at = where
         if not isinstance(entry, dict):
             raise _fail(doc, where,
                         f"expected {{path: ...}}, {{value: ...}} or a path string, got {entry!r}")
@@ -243,7 +245,7 @@ def parse_mapping(text: str, filename: str) -> Mapping:
         try:
             path = compile_path(raw_path)
         except PathError as exc:
-            raise _fail(doc, (*where, "path"), str(exc)) from None
+            raise _fail(doc, path_at, str(exc)) from None
         has_default = "default" in entry
         if has_default:
             _check_constant(doc, (*where, "default"), name, entry["default"])
