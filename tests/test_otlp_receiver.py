@@ -561,3 +561,17 @@ def test_a_two_argument_reject_callable_is_supported(start: Any) -> None:
     finally:
         rx.stop()
     assert rx.stats.snapshot()["sink_errors"] == 0
+
+
+def test_411_without_content_length_and_400_on_bad_framing(start: Any) -> None:
+    rx = start()
+    head = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+    with socket.create_connection(("127.0.0.1", rx.port), timeout=5) as sock:
+        sock.sendall(head + b"\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 411")
+    with socket.create_connection(("127.0.0.1", rx.port), timeout=5) as sock:
+        sock.sendall(head + b"Content-Length: nope\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400")
+    with socket.create_connection(("127.0.0.1", rx.port), timeout=5) as sock:
+        sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400")

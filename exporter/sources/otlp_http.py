@@ -95,6 +95,10 @@ class BadBody(Exception):
     """Bad framing or a corrupt compressed body: HTTP 400."""
 
 
+class _LengthRequired(BadBody):
+    """Neither Content-Length nor chunked framing: HTTP 411."""
+
+
 @dataclass
 class ReceiverStats:
     """Counters for self-metrics; every key is a bounded set."""
@@ -380,6 +384,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._linger = True
             self._error(413, f"body exceeds {receiver.max_body_bytes} bytes", as_json)
             return
+        except _LengthRequired as exc:
+            self._error(411, str(exc), as_json)
+            return
         except BadBody as exc:
             self._error(400, str(exc), as_json)
             return
@@ -433,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
         length_header = self.headers.get("Content-Length")
         if length_header is None:
             self.close_connection = True
-            raise BadBody("Content-Length or chunked Transfer-Encoding is required")
+            raise _LengthRequired("Content-Length or chunked Transfer-Encoding is required")
         try:
             length = int(length_header)
         except ValueError:
