@@ -18,6 +18,7 @@ for very long prompts. Batch, flex and priority tiers are not modelled.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,13 +263,13 @@ def _model_lines(model: Model, rates: Rates, aliases: list[str]) -> list[str]:
     lines = []
     if model.note:
         lines.append(f"      # {model.note}")
-    lines.append(f"      {model.name}:")
+    lines.append(f"      {json.dumps(model.name)}:")
     lines.append(f"        family: {model.family}")
     lines.append(f"        provider: {model.provider}")
     lines.append(f"        source: \"{model.source}\"")
     lines.append(f"        retrieved: \"{RETRIEVED}\"")
     if aliases:
-        lines.append("        aliases: [" + ", ".join(f"\"{a}\"" for a in aliases) + "]")
+        lines.append("        aliases: [" + ", ".join(json.dumps(a) for a in aliases) + "]")
     for key in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h"):
         if key in rates:
             lines.append(f"        {key}: {_fmt(rates[key])}")
