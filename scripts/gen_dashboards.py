@@ -333,7 +333,7 @@ def overview() -> dict[str, Any]:
                       '{month="$month", tenant=~"$tenant", model=~"$model"}) or vector(0))',
                       "provider cache savings (net)")],
               w=12, h=8, unit_of="llm_savings_usd_saved_total"),
-        Panel("timeseries", "Cache hit rate",
+        Panel("timeseries", "Cache hit rate over time",
               "Provider prompt tokens read from cache / all prompt tokens, over the rate interval.",
               [Target(f'sum(rate(llm_savings_prompt_tokens_total{{tier="cache_read", tenant=~"$tenant", '
                       f'model=~"$model"}}[$__rate_interval]))\n/ sum(rate(llm_savings_prompt_tokens_total'

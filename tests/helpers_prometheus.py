@@ -374,6 +374,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class Fatal(RuntimeError):
+    """Raised inside a poll check to stop waiting at once (a process died)."""
+
+
 def poll(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
     """Call ``check`` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
@@ -383,6 +387,8 @@ def poll(check: Callable[[], T | None], timeout: float, what: str, interval: flo
             result = check()
             if result:
                 return result
+        except Fatal:
+            raise
         except Exception as exc:  # a server still starting refuses connections
             last_error = exc
         if time.monotonic() > deadline:

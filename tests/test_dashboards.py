@@ -136,6 +136,13 @@ def test_units_follow_the_catalog(boards: dict[str, dict[str, Any]]) -> None:
                     assert unit == expected, f"{panel['title']}: {unit} for {m.group(1)}"
 
 
+def test_panel_titles_are_unique(boards: dict[str, dict[str, Any]]) -> None:
+    """Titles identify panels (in links, alerts and the end-to-end test)."""
+    for name, board in boards.items():
+        titles = [p["title"] for p in dashboard_panels(board)]
+        assert len(titles) == len(set(titles)), name
+
+
 def test_grid_is_consistent(boards: dict[str, dict[str, Any]]) -> None:
     for name, board in boards.items():
         panels = dashboard_panels(board)
