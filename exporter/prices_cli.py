@@ -116,14 +116,20 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _raw_entry(path: Path, version_index: int, model: str) -> dict[str, Any]:
-    """The model's entry as written, to tell explicit rates from derived ones."""
+def _raw_entry(path: Path, version: str, model: str) -> dict[str, Any]:
+    """The model's entry as written, to tell explicit rates from derived ones.
+
+    Versions are found by label, not position: a file may list them in any order.
+    """
     try:
         doc = load_located(path.read_text(encoding="utf-8"), str(path))
-        entry = doc.data["versions"][version_index]["models"][model]
-    except (OSError, YamlError, KeyError, IndexError, TypeError):
-        return {}
-    return entry if isinstance(entry, dict) else {}
+        for raw in doc.data["versions"]:
+            if str(raw.get("version")) == version:
+                entry = raw["models"][model]
+                return entry if isinstance(entry, dict) else {}
+    except (OSError, YamlError, KeyError, IndexError, TypeError, AttributeError):
+        pass
+    return {}
 
 
 def explain(table: PriceTable, model: str, ts: float, provider: str | None = None,
@@ -143,8 +149,7 @@ def explain(table: PriceTable, model: str, ts: float, provider: str | None = Non
             result["first_version_from"] = table.versions[0].effective_from_text
         return result
     assert version is not None
-    index = table.versions.index(version)
-    raw = _raw_entry(path, index, priced.model) if path is not None else {}
+    raw = _raw_entry(path, version.version, priced.model) if path is not None else {}
     family = version.families.get(priced.family)
     if priced.model == model:
         how = "model name"

@@ -357,3 +357,27 @@ def test_import_the_real_litellm_file(tmp_path, capsys):
     claude = table.lookup("claude-opus-4-5", at)
     assert isinstance(claude, PricedModel) and claude.family == "anthropic"
     assert claude.cache_write_5m == 6.25 and claude.cache_write_1h == 10.0
+
+
+def test_show_finds_explicit_rates_when_versions_are_listed_out_of_order(tmp_path, capsys):
+    table = tmp_path / "p.yaml"
+    table.write_text(
+        "schema: llm-savings-prices/v1\nversions:\n"
+        '  - version: new\n    effective_from: "2026-06-01T00:00:00Z"\n'
+        "    families: {anthropic: {cache_write_5m_multiplier: 1.25}}\n"
+        "    models:\n      c: {family: anthropic, input: 4.0, output: 20.0}\n"
+        '  - version: old\n    effective_from: "2026-01-01T00:00:00Z"\n'
+        "    families: {anthropic: {cache_write_5m_multiplier: 1.25}}\n"
+        "    models:\n"
+        "      c: {family: anthropic, input: 4.0, output: 20.0, cache_write_5m: 4.5}\n",
+        encoding="utf-8",
+    )
+    args = ["prices", "show", "c", "--at", "2026-02-01T00:00:00Z", "--prices", str(table), "--json"]
+    assert main(args) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["version"] == "old"
+    assert info["rates"]["cache_write_5m"] == {"usd_per_million": 4.5, "origin": "table"}
+    args[4] = "2026-07-01T00:00:00Z"
+    assert main(args) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["rates"]["cache_write_5m"]["origin"] == "family 'anthropic' multiplier 1.25 x input"
