@@ -32,7 +32,14 @@ from exporter.aggregate import (
 from exporter.dedupe import DedupeLedger
 from exporter.labels import LabelCaps
 from exporter.prices import PricedModel, PriceTable
-from exporter.records import Record, Rejection, TextCounter, parse_line, parse_object
+from exporter.records import (
+    MAX_EPOCH_SECONDS,
+    Record,
+    Rejection,
+    TextCounter,
+    parse_line,
+    parse_object,
+)
 
 UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
@@ -107,6 +114,8 @@ class Pipeline:
 
     def reject(self, reason: str, source: str = "replay", ts: float | None = None) -> None:
         """Count a rejection a source found itself (line too long, undecodable span...)."""
+        if ts is not None and not 0 <= ts <= MAX_EPOCH_SECONDS:  # NaN too: no month, not a crash
+            ts = None
         self._consume(Rejection(reason, reason, ts), source)
 
     def set_prices(self, prices: PriceTable) -> None:

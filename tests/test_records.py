@@ -338,3 +338,10 @@ def test_parse_ts_direct() -> None:
         == parse_ts("2026-11-01T01:00:00+01:00")
         == parse_ts(1793491200)
     )
+
+
+@pytest.mark.parametrize("ts", [1e15, -1e13, float("nan"), float("inf"), -1.0])
+def test_a_source_rejection_with_an_impossible_ts_counts_under_unknown(ts: float) -> None:
+    p = pipeline("Pacific/Kiritimati")
+    p.reject("invalid_otlp", "otlp", ts)
+    assert p.aggregates.rejected == {("unknown", "invalid_otlp"): 1}
