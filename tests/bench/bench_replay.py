@@ -27,6 +27,7 @@ from pathlib import Path
 
 import orjson
 
+from exporter.decoders import make_line_decoder
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
 from exporter.replay import replay_files
@@ -96,8 +97,9 @@ def bare_loads(path: Path) -> int:
 
 
 def full_replay(path: Path) -> Pipeline:
-    pipeline = Pipeline(load_price_table(PRICES))
-    replay_files([str(path)], pipeline, None)
+    decoder = make_line_decoder("canonical")  # what `replay` builds, text counter included
+    pipeline = Pipeline(load_price_table(PRICES), counter=decoder.counter)
+    replay_files([str(path)], pipeline, decoder)
     return pipeline
 
 
