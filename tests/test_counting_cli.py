@@ -372,7 +372,7 @@ def test_calibrate_refuses_a_bad_price_table(
 _values = st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats() | st.text(max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     extra=st.dictionaries(
         st.sampled_from(

@@ -362,7 +362,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(messages=st.lists(_json, max_size=5))
 def test_count_messages_never_raises_on_arbitrary_json(messages: list[Any]) -> None:
     counter = TokenCounter(cache_min_chars=0)
