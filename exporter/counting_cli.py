@@ -6,6 +6,16 @@ and o200k_base) on the packaged corpus in ``exporter/data/corpus/``: it is a
 comparison of methods on fixed text, not a validation of stored totals nor of
 any provider's tokenizer.
 
+``verify --json`` (schema ``llm-savings-verify/v1``): ``scope``; ``status``
+(``ok``, ``partial`` when one encoding is unavailable, ``unavailable`` when
+both are); ``corpus`` (class names, sha256 of the texts); ``methods``;
+``references``; ``classes.<class>`` and ``overall`` each with ``characters``,
+``bytes``, ``counts.<method>`` (null when unavailable) and
+``vs.<reference>.<method>`` = ``{diff_tokens, rel_diff}`` (signed: method −
+reference, and that over reference); ``overall.mean_abs_rel_diff_over_classes``;
+``unavailable.<method>`` = ``{reason, hint}``. Exit 0 unless ``--strict`` and
+status is not ``ok``.
+
 ``calibrate`` reads canonical JSONL records (DESIGN.md §2) and reports two
 different numbers, which must not be confused:
 
