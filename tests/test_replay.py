@@ -202,3 +202,23 @@ def test_bench_replay_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--records", "2000"]) == 0
     out = capsys.readouterr().out
     assert "full replay" in out and "replay / ceiling" in out
+
+
+def test_oracle_matches_hand_figures() -> None:
+    """The oracle itself, on two records worked out by hand from the fixture table."""
+    o = oracle.Oracle(oracle.load_prices(PRICES))
+    o.line(
+        b'{"ts": "2026-11-05T00:00:00Z", "model": "alpha", "request_id": "a",'
+        b' "tokens_before": 1000, "tokens_after": 400, "count_method": "tiktoken:o200k_base",'
+        b' "usage": {"prompt_tokens": 1000, "completion_tokens": 10,'
+        b' "prompt_tokens_details": {"cached_tokens": 600}}}\n'
+    )
+    o.line(b'{"ts": "2026-11-05T00:00:01Z", "model": "alpha", "request_id": "a"}\n')
+    o.line(b"{broken\n")
+    month = o.result()["months"]["2026-11"]
+    assert (month["requests"], month["duplicates"], month["tokens_saved"]) == (1, 1, 600)
+    assert month["spend_usd"] == pytest.approx((400 * 2.5 + 600 * 0.25 + 10 * 12.0) / 1e6)
+    assert month["usd_saved"] == pytest.approx(600 * 1.2 * 2.5 / 1e6)
+    assert month["cache_savings_usd"] == pytest.approx(600 * (2.5 - 0.25) / 1e6)
+    assert month["cache_hit_rate"] == pytest.approx(0.6)
+    assert o.result()["months"]["unknown"]["rejected"] == 1
