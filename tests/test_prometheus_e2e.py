@@ -494,6 +494,16 @@ def test_recording_rules_equal_replay(stack: Stack) -> None:
     # every dollar saved on a non-provider count rests on the default factor.
     share = q(f'month:llm_savings_usd_saved_default_factor:ratio{{month="{month}"}}')
     assert 0 < share < 1
+    # Divergence per population: the logs' provider prompts are 0.95-1.3x the counts.
+    divergence = prom_query(
+        stack.prometheus,
+        f"month_model_method_population:llm_savings_estimator_divergence:ratio{{{mm}}}",
+    )
+    assert {r["metric"]["population"] for r in divergence} == {"compacted", "untouched"}
+    assert all(0.9 < float(r["value"][1]) < 1.5 for r in divergence)
+    # The 5m rates see the second half of the logs.
+    for rule in ("usd_saved", "spend_usd", "requests", "tokens_saved"):
+        assert q(f"sum(model_tenant:llm_savings_{rule}:rate5m)") > 0, rule
 
 
 def test_replicas_sum_without_instance(stack: Stack) -> None:
