@@ -527,7 +527,7 @@ _trees = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_trees)
 def test_loader_fuzz_structured(tree):
     text = yaml.safe_dump(
