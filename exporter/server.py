@@ -115,5 +115,6 @@ class MetricsServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for a serve loop that must be running
+            self._server.shutdown()
         self._server.server_close()

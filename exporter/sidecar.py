@@ -316,7 +316,15 @@ class Sidecar:
             self.receiver.stop()
         if self.pusher is not None:
             self.pusher.shutdown()
+        try:
+            self.ingest_once(max_lines=1_000_000)  # what was written before the signal still counts
+        except Exception:  # the final checkpoint matters more than the last lines
+            log.exception("final ingest pass failed")
         self.checkpoint()
+        self.close()
+
+    def close(self) -> None:
+        """Release files, watchers and the port without a final checkpoint."""
         observer = getattr(self, "_observer", None)
         if observer is not None:
             observer.stop()
