@@ -116,7 +116,10 @@ class Aggregates:
     def drop_months_before(self, oldest_kept: str) -> int:
         """Forget whole months older than ``oldest_kept`` ("YYYY-MM"); returns how many went."""
         before = set(self.months())
-        keep = lambda month: month == UNKNOWN_MONTH or month >= oldest_kept  # noqa: E731
+
+        def keep(month: str) -> bool:
+            return month == UNKNOWN_MONTH or month >= oldest_kept
+
         self.cells = {k: v for k, v in self.cells.items() if keep(k[0])}
         self.components = {k: v for k, v in self.components.items() if keep(k[0])}
         self.unpriced = {k: v for k, v in self.unpriced.items() if keep(k[0])}
@@ -209,9 +212,9 @@ class Aggregates:
             if len(cell) != CELL_WIDTH:
                 raise ValueError("checkpoint cell has the wrong width")
             agg.cells[key] = cell
-        agg.components = {tuple(row[:5]): int(row[5]) for row in state["components"]}  # type: ignore[misc]
-        agg.unpriced = {tuple(row[:3]): int(row[3]) for row in state["unpriced"]}  # type: ignore[misc]
-        agg.divergence = {tuple(row[:4]): [int(row[4]), int(row[5])] for row in state["divergence"]}  # type: ignore[misc]
+        agg.components = {tuple(row[:5]): int(row[5]) for row in state["components"]}
+        agg.unpriced = {tuple(row[:3]): int(row[3]) for row in state["unpriced"]}
+        agg.divergence = {tuple(row[:4]): [int(row[4]), int(row[5])] for row in state["divergence"]}
         agg.duplicates = {str(k): int(v) for k, v in state["duplicates"].items()}
         agg.rejected = {(str(row[0]), str(row[1])): int(row[2]) for row in state["rejected"]}
         agg.flagged = {(str(row[0]), str(row[1])): int(row[2]) for row in state["flagged"]}

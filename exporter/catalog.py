@@ -75,7 +75,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     _c("spend_usd_total", "usd", "Dollars spent at list prices of the record's price version.",
        (MONTH, "model", "tenant", "price_version"), "savings"),
     _c("cache_read_savings_usd_total", "usd",
-       "What the provider's prompt cache saved on reads: cache_read x (input - cache_read rate). Not the proxy's saving.",
+       "What the provider's prompt cache saved on reads: cache_read x (input - cache_read rate). "
+       "Not the proxy's saving.",
        (MONTH, "model", "tenant", "price_version"), "savings"),
     _c("cache_write_premium_usd_total", "usd",
        "What cache writes cost above the plain input rate. Net cache savings = read savings - write premium.",

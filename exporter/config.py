@@ -224,10 +224,11 @@ def apply_env(config: Config, environ: dict[str, str] | None = None) -> Config:
         if variable not in env:
             continue
         section, _, key = dotted.rpartition(".")
-        target = getattr(config, section) if section else config
         value = _convert(None, (variable,), env[variable], kind, "environment")
-        updated = replace(target, **{key or section: value})
-        config = replace(config, **{section: updated}) if section else updated
+        changes: dict[str, Any] = {key: value}
+        if section:
+            changes = {section: replace(getattr(config, section), **changes)}
+        config = replace(config, **changes)
         _check(config, None, (), f"environment {variable}")
     return config
 

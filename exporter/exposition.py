@@ -20,7 +20,6 @@ names all come from ``exporter.catalog``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from exporter import catalog
 from exporter.aggregate import (
@@ -28,10 +27,10 @@ from exporter.aggregate import (
     FRESH,
     OUTPUT,
     REQUESTS,
+    UNKNOWN_MONTH,
     WOULD_SAVE,
     WRITE_1H,
     WRITE_5M,
-    UNKNOWN_MONTH,
     Aggregates,
     CellKey,
     cell_dollars,

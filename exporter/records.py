@@ -235,9 +235,10 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
                 flags.append("unknown_usage_shape")
         if request_id is None:
             flags.append("no_id")
-        if tokens_before is None or tokens_after is None:
-            if tokens_before is not None or tokens_after is not None or components:
-                flags.append("incomplete_savings")
+        if (tokens_before is None or tokens_after is None) and (
+            tokens_before is not None or tokens_after is not None or components
+        ):
+            flags.append("incomplete_savings")
         dialect = obj.get("source_dialect")
         return Record(
             ts=ts,
@@ -263,7 +264,7 @@ _BOM = b"\xef\xbb\xbf"
 
 def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
     """One JSON line -> record or rejection; None for a blank line (not a record)."""
-    if counter is None or b'"text_' not in line and b'"messages_' not in line:
+    if counter is None or (b'"text_' not in line and b'"messages_' not in line):
         fast = fast_parse(line, Record, parse_ts)
         if fast is not None:
             return fast  # type: ignore[no-any-return]

@@ -52,7 +52,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.settimeout(self.server.client_timeout)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("http %s", format % args)
 
     def _send(self, code: int, body: bytes, content_type: str) -> None:

@@ -428,14 +428,21 @@ class Tailer:
                     self._deletions += 1
                 else:
                     self._rotations += 1
-        for key in list(self._waiting):
-            if key not in seen:
-                os.close(self._waiting.pop(key).fd)
         for w in list(self._waiting.values()):
-            self._classify(w, now)
+            if w.key in seen:
+                self._classify(w, now)
+                continue
+            # Rotated out (or deleted) before we could tell what it is: decide now and
+            # follow it by descriptor, or forget it if it is a copy of a followed file.
+            self._classify(w, now, final=True)
+            f = self._files.get(w.key)
+            if f is not None:
+                f.orphan_since = now
+            elif w.key in self._waiting:
+                os.close(self._waiting.pop(w.key).fd)
 
-    def _classify(self, w: _Waiting, now: float) -> None:
-        """Decide where a new file starts: 0, a retired offset, or not yet."""
+    def _classify(self, w: _Waiting, now: float, *, final: bool = False) -> None:
+        """Decide where a new file starts: 0, a retired offset, or not yet (unless final)."""
         size = os.fstat(w.fd).st_size
         head = _pread(w.fd, min(self._fp, size), 0)
         undecided = not head
@@ -462,7 +469,7 @@ class Tailer:
                 if len(head) == len(h) == self._fp:
                     return  # a copy of a followed file: its lines come from there
                 undecided = True
-        if undecided and now - w.first_seen < self._settle:
+        if undecided and not final and now - w.first_seen < self._settle:
             return
         self._adopt(w, 0, head, b"", now)
 
@@ -670,6 +677,11 @@ class Tailer:
             "source": self._source,
             "files": files,
             "retired": [r.to_json() for r in self._retired],
+            # New files not yet read (empty, or maybe a copy): remembered so that one
+            # rotated out of the globs before a restart is still found by inode.
+            "waiting": [
+                {"path": w.path, "dev": w.key[0], "ino": w.key[1]} for w in self._waiting.values()
+            ],
         }
 
     def restore(self, state: dict[str, Any]) -> list[str]:
@@ -702,6 +714,9 @@ class Tailer:
                     str(e["tail_hash"]),
                 )
                 for e in state["files"]
+            ]
+            waiting = [
+                (str(e["path"]), (int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])
             ]
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed tailer state: {exc!r}") from exc
@@ -742,6 +757,10 @@ class Tailer:
                 self._retired.append(old)
             self._files[key] = _File(cur_path, fd, key, 0, head, b"", False, now)
             warnings.append(f"{cur_path}: {problem} (offset was {offset}); reading it from 0")
+        for path, key in waiting:
+            found = self._locate(path, key, globbed)
+            if found is not None and key not in self._files:
+                self._waiting[key] = _Waiting(found[0], found[1], key, now)
         return warnings
 
     def _locate(self, path: str, key: _Key, globbed: list[str]) -> tuple[str, int, int] | None:
