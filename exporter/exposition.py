@@ -19,7 +19,7 @@ names all come from ``exporter.catalog``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from exporter import catalog
 from exporter.aggregate import (
@@ -102,7 +102,6 @@ class Exposition:
         self._sums: dict[str, dict[Labels, float | int]] = {}
         self._members: dict[tuple[str, Labels], list[CellKey]] = {}
         self._cell_series: dict[CellKey, list[tuple[str, Labels]]] = {}
-        self._seen_rate_book = 0
         self._aggregates_id = 0
 
     def reset(self) -> None:
@@ -176,9 +175,14 @@ class Exposition:
                 total += self._cell_value(agg, metric, labels, key)
             self._sums.setdefault(metric, {})[labels] = total
 
-    def render(self, agg: Aggregates, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
+    def series(
+        self, agg: Aggregates, health: Iterable[HealthSample]
+    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+        """Every catalog family with its current series, in catalog order.
+
+        The one view of the numbers: the text renderer and the OTLP push both read it.
+        """
         self._update_sums(agg)
-        out: list[str] = []
         p = catalog.PREFIX
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
             p + "tokens_saved_total": (((k[0], k[1], k[2], k[4], k[3]), v) for k, v in agg.components.items()),
@@ -194,11 +198,15 @@ class Exposition:
             health_by_name.setdefault(name, []).append((labels, value))
         for name, family in self.families.items():
             if name in one_to_one:
-                series: Iterable[tuple[Labels, float | int]] = one_to_one[name]
+                yield family, one_to_one[name]
             elif name in self._sums:
-                series = self._sums[name].items()
+                yield family, self._sums[name].items()
             else:
-                series = health_by_name.get(name, ())
+                yield family, health_by_name.get(name, ())
+
+    def render(self, agg: Aggregates, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
+        out: list[str] = []
+        for family, series in self.series(agg, health):
             family.render(series, out, openmetrics, self.month_start)
         if openmetrics:
             out.append("# EOF\n")
