@@ -250,7 +250,10 @@ VERSIONS: list[tuple[str, str, dict[str, Rates]]] = [
          "deepseek-reasoner": {"input": 0.55, "output": 2.19, "cache_read": 0.14},
      }),
     ("2025-09-29",
-     f"newest list prices (DeepSeek-V3.2 pricing), retrieved {RETRIEVED}",
+     "DeepSeek-V3.2 pricing",
+     {}),
+    ("2026-11-01",
+     f"newest list prices, re-checked on {RETRIEVED} (no change found since 2025-09-29)",
      {}),
 ]
 
