@@ -25,9 +25,7 @@ def test_copy_outside_glob(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("poll_between", [True, False])
-def test_copy_inside_glob_recovers_lines_written_before_truncation(
-    tmp_path: Path, poll_between: bool
-) -> None:
+def test_copy_inside_glob_recovers_lines_written_before_truncation(tmp_path: Path, poll_between: bool) -> None:
     """Lines 100..119 reach the original after our last read and survive only in the copy."""
     log = tmp_path / "app.log"
     append(log, lines(range(100)))

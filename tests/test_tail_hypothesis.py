@@ -14,9 +14,7 @@ from exporter.sources.jsonl_tail import Tailer, TailEvent
 CAP = 40
 _short = st.binary(max_size=CAP + 1)
 _long = st.binary(min_size=CAP - 1, max_size=3 * CAP)
-_content = st.one_of(_short, _long).map(
-    lambda b: b.replace(b"\n", b"n").replace(b"\r", b"r").replace(b"\0", b"0")
-)
+_content = st.one_of(_short, _long).map(lambda b: b.replace(b"\n", b"n").replace(b"\r", b"r").replace(b"\0", b"0"))
 _line = st.tuples(_content, st.booleans())  # (content, CRLF?)
 
 

@@ -25,9 +25,7 @@ class OffsetWriter:
 
 
 @pytest.mark.parametrize("poll_between", [True, False])
-def test_leading_nuls_after_copytruncate_are_skipped_and_counted(
-    tmp_path: Path, poll_between: bool
-) -> None:
+def test_leading_nuls_after_copytruncate_are_skipped_and_counted(tmp_path: Path, poll_between: bool) -> None:
     log = tmp_path / "app.log"
     writer = OffsetWriter(log)
     writer.write(lines(range(100)))

@@ -260,11 +260,7 @@ class _Retired:
     tail_hash: str
 
     def matches(self, head: bytes) -> bool:
-        return (
-            self.head_len > 0
-            and len(head) >= self.head_len
-            and _digest(head[: self.head_len]) == self.head_hash
-        )
+        return self.head_len > 0 and len(head) >= self.head_len and _digest(head[: self.head_len]) == self.head_hash
 
     def undecided(self, head: bytes) -> bool:
         """True while head is too short to tell whether it is this file's copy."""
@@ -493,11 +489,7 @@ class Tailer:
                 truncated = True
             elif len(cur) > len(f.head):
                 f.head = cur
-            if (
-                not truncated
-                and f.tail
-                and _pread(f.fd, len(f.tail), f.base - len(f.tail)) != f.tail
-            ):
+            if not truncated and f.tail and _pread(f.fd, len(f.tail), f.base - len(f.tail)) != f.tail:
                 truncated = True
             if truncated:
                 self._fp_mismatches += 1
@@ -529,9 +521,7 @@ class Tailer:
 
     def _retire(self, f: _File) -> None:
         if f.head and f.base > 0:
-            self._retired.append(
-                _Retired(f.head, len(f.head), _digest(f.head), f.base, len(f.tail), _digest(f.tail))
-            )
+            self._retired.append(_Retired(f.head, len(f.head), _digest(f.head), f.base, len(f.tail), _digest(f.tail)))
 
     def _drain(self, f: _File, budget: int, out: list[TailEvent], *, read: bool, now: float) -> int:
         """Return complete lines from f's buffer, reading on in chunks if read is set."""
@@ -558,9 +548,7 @@ class Tailer:
                             nul += len(buf) - start - len(rest)
                             start = len(buf) - len(rest)
                         if len(buf) - start > maxlen:
-                            append(
-                                TailEvent(path, b"", base + start, base + len(buf), "line_too_long")
-                            )
+                            append(TailEvent(path, b"", base + start, base + len(buf), "line_too_long"))
                             budget -= 1
                             too_long += 1
                             skipping = True
@@ -574,9 +562,7 @@ class Tailer:
                 nread += len(data)
                 if start:
                     tail = (
-                        buf[start - TAIL_BYTES : start]
-                        if start >= TAIL_BYTES
-                        else (tail + buf[:start])[-TAIL_BYTES:]
+                        buf[start - TAIL_BYTES : start] if start >= TAIL_BYTES else (tail + buf[:start])[-TAIL_BYTES:]
                     )
                     buf = buf[start:] + data
                     base += start
@@ -614,11 +600,7 @@ class Tailer:
             budget -= 1
             lines += 1
         if start:
-            tail = (
-                buf[start - TAIL_BYTES : start]
-                if start >= TAIL_BYTES
-                else (tail + buf[:start])[-TAIL_BYTES:]
-            )
+            tail = buf[start - TAIL_BYTES : start] if start >= TAIL_BYTES else (tail + buf[:start])[-TAIL_BYTES:]
         f.buf = buf[start:]
         f.base = base + start
         f.tail = tail
@@ -679,9 +661,7 @@ class Tailer:
             "retired": [r.to_json() for r in self._retired],
             # New files not yet read (empty, or maybe a copy): remembered so that one
             # rotated out of the globs before a restart is still found by inode.
-            "waiting": [
-                {"path": w.path, "dev": w.key[0], "ino": w.key[1]} for w in self._waiting.values()
-            ],
+            "waiting": [{"path": w.path, "dev": w.key[0], "ino": w.key[1]} for w in self._waiting.values()],
         }
 
     def restore(self, state: dict[str, Any]) -> list[str]:
@@ -715,9 +695,7 @@ class Tailer:
                 )
                 for e in state["files"]
             ]
-            waiting = [
-                (str(e["path"]), (int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])
-            ]
+            waiting = [(str(e["path"]), (int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])]
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed tailer state: {exc!r}") from exc
         self._retired.extend(retired)
@@ -802,9 +780,7 @@ class Tailer:
 
     def stats(self) -> TailStats:
         """A snapshot of the counters and per-file lag (size - offset at the last poll)."""
-        files = tuple(
-            FileLag(f.path, f.base, f.size, max(0, f.size - f.base)) for f in self._files.values()
-        )
+        files = tuple(FileLag(f.path, f.base, f.size, max(0, f.size - f.base)) for f in self._files.values())
         return TailStats(
             source=self._source,
             lines_read=self._lines,
