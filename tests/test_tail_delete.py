@@ -87,3 +87,23 @@ def test_inode_reuse_simulated_by_state(tmp_path: Path) -> None:
     oracle.drain()
     assert oracle.consumed == [f"r{i}" for i in [*range(30), *range(30)]]  # read as new
     oracle.close()
+
+
+def test_unreadable_file_does_not_stop_the_others(tmp_path: Path) -> None:
+    """A file that fails to read (simulated: its descriptor is gone) is counted, others go on."""
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    append(a, lines(range(5)))
+    append(b, lines(range(5, 10)))
+    oracle = Oracle([str(tmp_path / "*.log")], use_watchdog=False)
+    oracle.poll()
+    append(a, lines(range(10, 12)))
+    append(b, lines(range(12, 14)))
+    broken = next(f for f in oracle.tailer._files.values() if f.path == str(a))
+    os.close(broken.fd)  # reads of a.log now fail with EBADF
+    oracle.poll()
+    assert oracle.tailer.stats().read_errors >= 1
+    oracle.assert_exactly(expect_ids([*range(10), 12, 13]))
+    fd = os.open(a, os.O_RDONLY)
+    os.dup2(fd, broken.fd)  # give it back so close() succeeds
+    os.close(fd)
+    oracle.close()

@@ -158,6 +158,7 @@ class TailStats:
     copies_adopted: int
     abandoned_partial_bytes: int
     open_errors: int
+    read_errors: int
     files_followed: int
     files_waiting: int
     last_event_time: float | None
@@ -339,6 +340,7 @@ class Tailer:
         self._copies = 0
         self._abandoned = 0
         self._open_errors = 0
+        self._read_errors = 0
         self._last_event: float | None = None
 
     # ------------------------------------------------------------------ poll
@@ -356,7 +358,10 @@ class Tailer:
             if budget <= 0:
                 break
             if f.key in self._files:  # not closed meanwhile
-                budget = self._service(f, budget, out, now)
+                try:
+                    budget = self._service(f, budget, out, now)
+                except OSError as exc:  # one unreadable file must not stop the others
+                    self._read_error(f.path, exc)
         self._reap(now)
         if out:
             self._last_event = now
@@ -425,12 +430,16 @@ class Tailer:
                 else:
                     self._rotations += 1
         for w in list(self._waiting.values()):
-            if w.key in seen:
-                self._classify(w, now)
+            try:
+                if w.key in seen:
+                    self._classify(w, now)
+                    continue
+                # Rotated out (or deleted) before we could tell what it is: decide now and
+                # follow it by descriptor, or forget it if it is a copy of a followed file.
+                self._classify(w, now, final=True)
+            except OSError as exc:
+                self._read_error(w.path, exc)
                 continue
-            # Rotated out (or deleted) before we could tell what it is: decide now and
-            # follow it by descriptor, or forget it if it is a copy of a followed file.
-            self._classify(w, now, final=True)
             f = self._files.get(w.key)
             if f is not None:
                 f.orphan_since = now
@@ -469,6 +478,11 @@ class Tailer:
             return
         self._adopt(w, 0, head, b"", now)
 
+    def _read_error(self, path: str, exc: OSError) -> None:
+        self._read_errors += 1
+        if self._read_errors <= 10 or self._read_errors % 1000 == 0:
+            log.warning("cannot read %s: %s (%d read errors so far)", path, exc.strerror, self._read_errors)
+
     def _adopt(self, w: _Waiting, offset: int, head: bytes, tail: bytes, now: float) -> _File:
         del self._waiting[w.key]
         f = _File(w.path, w.fd, w.key, offset, head, tail, False, now)
@@ -477,10 +491,7 @@ class Tailer:
 
     def _service(self, f: _File, budget: int, out: list[TailEvent], now: float) -> int:
         """Check one file for truncation, then read it; returns the budget left."""
-        try:
-            size = os.fstat(f.fd).st_size
-        except OSError:
-            return budget
+        size = os.fstat(f.fd).st_size
         f.size = size
         truncated = size < f.base + len(f.buf)
         if not truncated:
@@ -555,7 +566,11 @@ class Tailer:
                             start = len(buf)
                 if not read:
                     break
-                data = os.pread(fd, _CHUNK, base + len(buf))
+                try:
+                    data = os.pread(fd, _CHUNK, base + len(buf))
+                except OSError as exc:  # keep what was returned consistent with the state
+                    self._read_error(path, exc)
+                    break
                 if not data:
                     eof = True
                     break
@@ -795,6 +810,7 @@ class Tailer:
             copies_adopted=self._copies,
             abandoned_partial_bytes=self._abandoned,
             open_errors=self._open_errors,
+            read_errors=self._read_errors,
             files_followed=len(self._files),
             files_waiting=len(self._waiting),
             last_event_time=self._last_event,
