@@ -246,3 +246,43 @@ def test_empty_new_file_in_checkpoint_rotated_out_while_stopped(tmp_path: Path) 
     oracle.drain()
     oracle.assert_exactly(expect_ids(range(25)))
     oracle.close()
+
+
+def test_compressed_rotated_file_in_glob_is_not_read(tmp_path: Path) -> None:
+    import gzip
+
+    log = tmp_path / "app.log"
+    append(log, lines(range(10)))
+    oracle = Oracle([str(tmp_path / "app.log*")], use_watchdog=False)
+    oracle.poll()
+    # Real compressed logs are big enough to contain newline and NUL bytes.
+    (tmp_path / "app.log.1.gz").write_bytes(gzip.compress(log.read_bytes() + random.randbytes(8192)))
+    log.write_bytes(b"")
+    append(log, lines(range(10, 15)))
+    oracle.drain()
+    oracle.assert_exactly(expect_ids(range(15)))
+    assert oracle.tailer.stats().skipped == {"line_too_long": 0, "nul_bytes": 0}
+    oracle.close()
+
+
+def test_symlinked_path_rotated_while_stopped(tmp_path: Path) -> None:
+    """Kubernetes layout: the glob sees symlinks; the kubelet rotates the target's directory."""
+    pods = tmp_path / "pods"
+    containers = tmp_path / "containers"
+    pods.mkdir()
+    containers.mkdir()
+    target = pods / "0.log"
+    append(target, lines(range(10)))
+    (containers / "gw.log").symlink_to(target)
+    oracle = Oracle([str(containers / "*.log")], use_watchdog=False)
+    oracle.poll()
+    oracle.checkpoint()
+    oracle.tailer.close()
+    append(target, lines(range(10, 20)))
+    os.rename(target, pods / "0.log.20261130-050000")
+    append(target, lines(range(20, 25)))
+    warnings = oracle.crash()
+    assert any("renamed to" in w for w in warnings), warnings
+    oracle.drain()
+    oracle.assert_exactly(expect_ids(range(25)))
+    oracle.close()

@@ -90,6 +90,8 @@ Semantics (the contract the tests hold us to)
 * **Limitation: shared headers.** Files whose first ``fingerprint_bytes``
   bytes are identical are taken for copies of each other; raise
   ``fingerprint_bytes`` when every file starts with the same banner.
+* **Compressed files** (gzip, bzip2, xz, zstd, lz4 by their magic bytes),
+  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never read.
 * **Lag**: ``stats().files`` gives size - offset per file.
 """
 
@@ -117,6 +119,8 @@ TAIL_BYTES = 64
 _CHUNK = 1 << 20
 _MAX_RETIRED = 32
 _UNLIMITED = sys.maxsize
+# gzip, bzip2, xz, zstd, lz4: rotated-and-compressed files a broad glob may match.
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
 
 _Key = tuple[int, int]
 
@@ -450,6 +454,8 @@ class Tailer:
         """Decide where a new file starts: 0, a retired offset, or not yet (unless final)."""
         size = os.fstat(w.fd).st_size
         head = _pread(w.fd, min(self._fp, size), 0)
+        if head.startswith(_COMPRESSED_MAGIC):
+            return  # app.log.2.gz matched by the glob: never lines
         undecided = not head
         for r in self._retired:
             if r.matches(head):
@@ -762,17 +768,20 @@ class Tailer:
         def candidates() -> Iterator[str]:
             yield path
             yield from globbed
-            directory = os.path.dirname(path) or "."
-            try:
-                with os.scandir(directory) as it:
-                    for entry in it:
-                        try:
-                            if entry.inode() == key[1]:
-                                yield entry.path
-                        except OSError:
-                            continue
-            except OSError:
-                return
+            # Its directory, and the directory a symlink points into (Kubernetes'
+            # /var/log/containers/*.log -> /var/log/pods/.../0.log, rotated there).
+            dirs = dict.fromkeys([os.path.dirname(path) or ".", os.path.dirname(os.path.realpath(path))])
+            for directory in dirs:
+                try:
+                    with os.scandir(directory) as it:
+                        for entry in it:
+                            try:
+                                if entry.inode() == key[1]:
+                                    yield entry.path
+                            except OSError:
+                                continue
+                except OSError:
+                    continue
 
         for cand in candidates():
             try:
