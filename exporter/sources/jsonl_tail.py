@@ -120,7 +120,7 @@ _CHUNK = 1 << 20
 _MAX_RETIRED = 32
 _UNLIMITED = sys.maxsize
 # gzip, bzip2, xz, zstd, lz4: rotated-and-compressed files a broad glob may match.
-_COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
+_COMPRESSED_MAGIC = (b"\x1f\x8b\x08", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
 
 _Key = tuple[int, int]
 
@@ -454,7 +454,7 @@ class Tailer:
         """Decide where a new file starts: 0, a retired offset, or not yet (unless final)."""
         size = os.fstat(w.fd).st_size
         head = _pread(w.fd, min(self._fp, size), 0)
-        if head.startswith(_COMPRESSED_MAGIC):
+        if head.startswith(_COMPRESSED_MAGIC) or (head[:3] == b"BZh" and head[4:10] == b"1AY&SY"):
             return  # app.log.2.gz matched by the glob: never lines
         undecided = not head
         for r in self._retired:
