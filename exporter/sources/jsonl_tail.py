@@ -836,12 +836,31 @@ class Tailer:
     def _watch(self) -> None:
         """Start watchdog lazily (no threads unless wait() is used); retry missing dirs."""
         try:
-            from watchdog.events import FileSystemEvent, FileSystemEventHandler
+            from watchdog.events import (
+                DirCreatedEvent,
+                DirMovedEvent,
+                FileClosedEvent,
+                FileCreatedEvent,
+                FileDeletedEvent,
+                FileModifiedEvent,
+                FileMovedEvent,
+                FileSystemEvent,
+                FileSystemEventHandler,
+            )
             from watchdog.observers import Observer
         except ImportError:  # pragma: no cover - watchdog is a dependency
             self._use_watchdog = False
             return
         wake = self._wake
+        wanted: list[type[FileSystemEvent]] = [
+            FileModifiedEvent,
+            FileCreatedEvent,
+            FileMovedEvent,
+            FileDeletedEvent,
+            FileClosedEvent,
+            DirCreatedEvent,
+            DirMovedEvent,
+        ]
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: FileSystemEvent) -> None:
@@ -855,7 +874,10 @@ class Tailer:
                 root, recursive = _watch_root(pattern)
                 if root in self._watched or not os.path.isdir(root):
                     continue
-                self._observer.schedule(_Handler(), root, recursive=recursive)
+                try:  # only changes wake us, not other readers opening the files
+                    self._observer.schedule(_Handler(), root, recursive=recursive, event_filter=wanted)
+                except TypeError:  # watchdog < 4.0: no event_filter
+                    self._observer.schedule(_Handler(), root, recursive=recursive)
                 self._watched.add(root)
         except OSError as exc:  # e.g. inotify limits: polling still works
             log.warning("file events unavailable (%s); polling every %ss", exc, self._poll_interval)
