@@ -9,8 +9,9 @@ that state on a new tailer. Exactly-once therefore rests on one promise:
 
 API
 ---
-``Tailer(patterns, *, max_line_bytes, fingerprint_bytes, use_watchdog,
-poll_interval, clock, source_name, rotate_grace, copy_settle)``
+``Tailer(patterns, *, max_line_bytes=1 MiB, fingerprint_bytes=256,
+use_watchdog=True, poll_interval=1.0, clock=time.monotonic,
+source_name="jsonl", rotate_grace=5.0, copy_settle=2.0)``
 
 * ``poll(max_lines=None) -> list[TailEvent]`` - one non-blocking pass:
   discover files matching the globs, check each followed file for
@@ -30,7 +31,8 @@ A :class:`TailEvent` is either a line (``skipped is None``; ``line`` holds
 the bytes without the newline, a trailing ``\\r`` removed) or a skipped line
 (``skipped`` in :data:`SKIP_REASONS`, ``line`` empty) that the caller counts
 as a rejection. ``offset`` is where the line starts, ``end`` the resume
-offset after it.
+offset after it, ``path`` the name the file had when last seen in the globs
+(a rotated file keeps its old name here).
 
 Semantics (the contract the tests hold us to)
 ---------------------------------------------
@@ -78,8 +80,10 @@ Semantics (the contract the tests hold us to)
 * **Blank lines** (empty after removing ``\\r``) are not returned, only
   counted.
 * **Restore** re-finds each file by device and inode (at its path, among
-  the glob matches or in its directory, so a file rotated while the
-  sidecar was down is still drained), then checks the fingerprint. Head
+  the glob matches, in its directory or in the directory its symlink points
+  into, so a file rotated while the sidecar was down is still drained),
+  then checks the fingerprint. New files not yet classified are in the
+  state too. Head
   changed (inode reused, or truncated and rewritten), size below the offset
   (truncated) or the bytes before the offset changed (rewritten): the file
   restarts at 0 and a warning says so. A file that is gone is reported.
@@ -758,7 +762,11 @@ class Tailer:
             warnings.append(f"{cur_path}: {problem} (offset was {offset}); reading it from 0")
         for path, key in waiting:
             found = self._locate(path, key, globbed)
-            if found is not None and key not in self._files:
+            if found is None:
+                continue
+            if key in self._files or key in self._waiting:
+                os.close(found[1])
+            else:
                 self._waiting[key] = _Waiting(found[0], found[1], key, now)
         return warnings
 
