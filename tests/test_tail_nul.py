@@ -87,3 +87,25 @@ def test_nul_hole_while_stopped(tmp_path: Path) -> None:
     oracle.drain()
     oracle.assert_exactly(expect_ids(range(80)))
     oracle.close()
+
+
+@pytest.mark.parametrize("prefix", [b"", b'{"request_id":"r5",'])
+def test_nuls_at_eof_are_read_again_when_the_data_becomes_visible(tmp_path: Path, prefix: bytes) -> None:
+    """NFS or preallocation: the size grows before the data is visible; zeros are read meanwhile."""
+    log = tmp_path / "app.log"
+    append(log, lines(range(5)))
+    real = lines([5])
+    assert real.startswith(prefix)
+    fd = os.open(log, os.O_WRONLY)
+    end = log.stat().st_size
+    os.pwrite(fd, prefix + b"\0" * (len(real) - len(prefix)), end)  # size known, data not yet
+    with Tailer([str(log)], use_watchdog=False) as t:
+        assert len(t.poll()) == 5
+        assert t.poll() == []
+        assert t.state()["files"][0]["offset"] == end  # the zeros are not committed
+        os.pwrite(fd, real, end)  # the data arrives
+        os.close(fd)
+        (ev,) = t.poll()
+        assert ev.line + b"\n" == real
+        assert t.stats().nul_bytes_skipped == 0
+        assert t.stats().skipped["nul_bytes"] == 0

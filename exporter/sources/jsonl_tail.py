@@ -69,6 +69,10 @@ Semantics (the contract the tests hold us to)
   next line. NUL runs at the start of a line are skipped and counted, never
   buffered as a line. A line that still contains a NUL is skipped with
   reason ``nul_bytes``.
+* **NULs at EOF** (a region whose data is not visible yet: NFS,
+  preallocation) are never committed or kept: they are read again next
+  time, so the data that replaces them is not lost. Only a run longer than
+  ``max_line_bytes`` or followed by data is skipped.
 * **Partial lines.** An unterminated last line is never returned until its
   newline arrives; the committed offset stays before it, also across a
   restart.
@@ -566,8 +570,11 @@ class Tailer:
                     else:
                         if buf[start] == 0:
                             rest = buf[start:].lstrip(b"\0")
-                            nul += len(buf) - start - len(rest)
-                            start = len(buf) - len(rest)
+                            # Skip the run once data follows it, or when it is too long
+                            # to be a write not yet visible (see the EOF case below).
+                            if rest or len(buf) - start > maxlen:
+                                nul += len(buf) - start - len(rest)
+                                start = len(buf) - len(rest)
                         if len(buf) - start > maxlen:
                             append(TailEvent(path, b"", base + start, base + len(buf), "line_too_long"))
                             budget -= 1
@@ -583,6 +590,12 @@ class Tailer:
                     break
                 if not data:
                     eof = True
+                    if buf.endswith(b"\0") and not skipping:
+                        # NULs at EOF may be a region whose data is not visible yet
+                        # (NFS, preallocation): never commit them; read them again later.
+                        keep = max(start, len(buf.rstrip(b"\0")))
+                        if len(buf) - keep <= maxlen:
+                            buf = buf[:keep]
                     break
                 nread += len(data)
                 if start:
