@@ -13,7 +13,6 @@ runs. The queries read the exporter's own counters (not the recording rules)
 so the dashboards work on a Prometheus without ``rules/`` loaded.
 """
 
-# ruff: noqa: E501  (PromQL and panel texts read better unbroken than split mid-query)
 from __future__ import annotations
 
 import argparse
