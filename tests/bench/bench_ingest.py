@@ -1,0 +1,138 @@
+"""Ingest: ``replay --json`` against Debian's mtail and a bare JSON-decode loop.
+
+    python -m tests.bench.bench_ingest [--records 1000000] [--rounds 3]
+
+One deterministic file of canonical records with usage blocks
+(``bench_replay.generate``, seed 1) is read, whole process by whole process,
+by three commands run alternately ``--rounds`` times; medians are reported:
+
+- ours: ``python -m exporter replay --json --prices <fixture table>``, the full
+  arithmetic (parse, usage normalisation of four provider shapes, dedupe by
+  request id, pricing by version, aggregation, month totals);
+- mtail: ``mtail --one_shot`` with ``mtail/savings.mtail`` (below), summing
+  tokens saved and requests per model;
+- ceiling: a Python loop doing nothing but ``orjson.loads`` on every line.
+
+What the mtail program does: one regexp per line picks ``"model":"..."`` and
+then ``"tokens_before":N,"tokens_after":M`` in that order and adds
+``before - after`` (when positive) to a counter per model. What it does not
+do: real JSON parsing (it depends on key order and compact separators, and
+would miss escaped quotes in a model name or keys in another order), usage
+blocks, cache tiers, prices or dollars, dedupe by request id, month
+boundaries, label caps, or rejection of bad records. So it does strictly
+less work than ours; it is the cheapest log-to-counter path a peer tool
+offers. Its per-model sums are checked against ours (they must agree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.bench import bench_replay
+from tests.bench.benchlib import ROOT, Row, alternate, median_cpu, median_wall, verdict
+
+PRICES = ROOT / "tests" / "fixtures" / "engine" / "prices_two_versions.yaml"
+MTAIL = "/usr/bin/mtail"
+TARGET_VS_MTAIL = 3.0
+
+MTAIL_PROGRAM = r"""# Tokens saved and requests per model from canonical JSON lines (see bench_ingest.py).
+counter llm_tokens_saved_total by model
+counter llm_requests_total by model
+
+/"model":"(?P<model>[^"\\]*)".*"tokens_before":(?P<before>\d+),"tokens_after":(?P<after>\d+)/ {
+  llm_requests_total[$model]++
+  $before > $after {
+    llm_tokens_saved_total[$model] += $before - $after
+  }
+}
+"""
+
+BARE_LOOP = (
+    "import sys, orjson\n"
+    "loads = orjson.loads\n"
+    "n = 0\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for line in f:\n"
+    "        loads(line)\n"
+    "        n += 1\n"
+    "print(n)\n"
+)
+
+_MTAIL_SAMPLE = re.compile(rb'^llm_tokens_saved_total\{model="([^"]*)",prog="savings.mtail"\} (\S+)$', re.M)
+
+
+def mtail_sums(exposition: bytes) -> dict[str, int]:
+    return {m.decode(): int(float(v)) for m, v in _MTAIL_SAMPLE.findall(exposition)}
+
+
+def run(records: int = 1_000_000, rounds: int = 3) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as directory:
+        work = Path(directory)
+        data = work / "records.jsonl"
+        size = bench_replay.generate(data, records)
+        print(f"  ingest: {records:,} records, {size / 1e6:.0f} MB, seed 1", flush=True)
+        progs = work / "progs"
+        progs.mkdir()
+        (progs / "savings.mtail").write_text(MTAIL_PROGRAM, encoding="utf-8")
+        cmds = {
+            "ours": [sys.executable, "-m", "exporter", "replay", "--json", "--prices", str(PRICES), str(data)],
+            "ceiling": [sys.executable, "-c", BARE_LOOP, str(data)],
+        }
+        have_mtail = Path(MTAIL).exists()
+        if have_mtail:
+            cmds["mtail"] = [MTAIL, "--one_shot", "--one_shot_format=prometheus", "--progs", str(progs),
+                             "--logs", str(data), "--logtostderr"]
+        results = alternate(cmds, rounds)
+
+    ours = json.loads(results["ours"][0].stdout)
+    month = next(iter(ours["months"].values()))
+    assert month["requests"] == records, "every record must count"
+    rows: list[Row] = []
+    ours_wall = median_wall(results["ours"])
+    ours_rate = records / ours_wall
+    ceiling_wall = median_wall(results["ceiling"])
+    cpu_note = (f"CPU-s medians: ours {median_cpu(results['ours']):.1f}, "
+                f"ceiling {median_cpu(results['ceiling']):.1f}")
+    if have_mtail:
+        sums = mtail_sums(results["mtail"][0].stdout)
+        agree = sum(sums.values()) == month["tokens_saved"]
+        mtail_wall = median_wall(results["mtail"])
+        ratio = mtail_wall / ours_wall
+        cpu_ratio = median_cpu(results["mtail"]) / median_cpu(results["ours"])
+        rows.append(Row(
+            f"ingest records/s ({records:,}, wall, median of {rounds}) vs mtail",
+            f"{ours_rate:,.0f}/s", f"{records / mtail_wall:,.0f}/s (mtail)", f"{ratio:.2f}x",
+            f">= {TARGET_VS_MTAIL:.0f}x", verdict(ratio >= TARGET_VS_MTAIL, f"{ratio / TARGET_VS_MTAIL:.0%} of target"),
+            [f"mtail tokens-saved sum {'equals' if agree else 'DIFFERS FROM'} ours ({sum(sums.values()):,} vs "
+             f"{month['tokens_saved']:,})",
+             f"CPU ratio mtail/ours {cpu_ratio:.2f}x (mtail {median_cpu(results['mtail']):.1f} CPU-s, "
+             f"ours {median_cpu(results['ours']):.1f} CPU-s; mtail is multi-threaded Go)"],
+        ))
+    else:
+        rows.append(Row("ingest vs mtail", f"{ours_rate:,.0f}/s", "mtail absent", "-", ">= 3x",
+                        "skipped (apt-get install mtail)"))
+    rows.append(Row(
+        "ingest vs bare orjson.loads loop (ceiling)",
+        f"{ours_rate:,.0f}/s", f"{records / ceiling_wall:,.0f}/s", f"{ceiling_wall / ours_wall:.2f}",
+        "(ceiling = 1.0)", "n/a", [cpu_note],
+    ))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    for row in run(args.records, args.rounds):
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
