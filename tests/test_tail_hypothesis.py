@@ -36,7 +36,7 @@ def seen(events: list[TailEvent]) -> list[bytes | str]:
     return [e.skipped if e.skipped is not None else e.line for e in events]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=st.lists(_line, max_size=40),
     unterminated=_content,

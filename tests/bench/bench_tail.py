@@ -122,7 +122,10 @@ def follow(directory: Path, seconds: float, rate: int, rotate_every: float) -> N
     if got != total or caught_up > 2.0:
         print("FAILED to keep up")
         sys.exit(1)
-    print(f"KEPT UP with {(total or 0) / elapsed:,.0f} lines/s")
+    achieved = (total or 0) / elapsed
+    print(f"KEPT UP with {achieved:,.0f} lines/s")
+    if achieved < 0.95 * rate:
+        print(f"note: the writer reached only {achieved:,.0f} of the {rate:,} lines/s asked (CPU busy?)")
 
 
 def main() -> None:
