@@ -1,0 +1,270 @@
+"""The benchmark suite, side by side with the peers: one command, one table, docs/performance.md.
+
+    scripts/bench.sh [--quick] [--only ingest,pricing,...] [--no-doc]
+    (= python -m tests.bench.run_all ...)
+
+Sections (each module also runs alone, ``python -m tests.bench.<module>``):
+
+- ingest    bench_ingest: ``replay --json`` vs mtail vs a bare orjson loop, whole processes, alternating
+- pricing   bench_pricing: one record's dollars vs ``litellm.cost_per_token`` (run with /tmp/bench-venv's
+            Python when it exists; skipped with the install line when LiteLLM is absent)
+- counting  bench_tokens (subprocess): fresh text vs raw tiktoken, 50-turn transcript cache
+- scrape    bench_scrape: render 1k/10k/100k series vs prometheus_client, cold and steady
+- sidecar   bench_tail (subprocess): burst and follow-with-rotation throughput; bench_lag: append->counted lag
+- memory    bench_memory: RSS with 1M dedupe ids + 10k series; RSS along an hour-equivalent of input
+
+All data is generated deterministically (fixed seeds). Never part of pytest
+(``tests/bench/conftest.py`` ignores ``bench_*.py``; this module has no tests).
+``--quick`` scales every size down for a smoke run and says so in the output;
+the doc is written only by a full run unless ``--doc`` forces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.bench.benchlib import ROOT, Row, machine, verdict
+
+VENV_PYTHON = Path("/tmp/bench-venv/bin/python")
+DOC = ROOT / "docs" / "performance.md"
+SECTIONS = ("ingest", "pricing", "counting", "scrape", "sidecar", "memory")
+
+
+def _sub(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> str:
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} exited {done.returncode}: {done.stderr[-800:]}")
+    return done.stdout
+
+
+def ingest(quick: bool) -> list[Row]:
+    from tests.bench import bench_ingest
+
+    return bench_ingest.run(records=100_000 if quick else 1_000_000, rounds=3)
+
+
+def pricing(quick: bool) -> list[Row]:
+    from tests.bench import bench_pricing
+
+    python = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+    out = _sub([python, "-m", "tests.bench.bench_pricing", "--json", "--records", "1000" if quick else "5000"])
+    result = json.loads(out.strip().splitlines()[-1])
+    if "skipped" not in result:
+        print(f"  pricing: ours {result['ours_calls_per_s']:,.0f}/s, litellm {result['litellm_calls_per_s']:,.0f}/s",
+              flush=True)
+    return bench_pricing.rows(result)
+
+
+def counting(quick: bool) -> list[Row]:
+    out = _sub([sys.executable, str(ROOT / "tests" / "bench" / "bench_tokens.py")])
+    print("  " + out.strip().replace("\n", "\n  "), flush=True)
+    fresh = [(int(size), float(pct)) for size, pct in
+             re.findall(r"fresh text\s+(\d+) chars:.*=\s*([\d.]+)% of raw", out)]
+    cache = re.search(r"->\s*([\d.]+)x vs whole body", out)
+    worst = min(pct for _size, pct in fresh)
+    rows = [Row("token counting, fresh text: TokenCounter vs raw tiktoken.encode_ordinary",
+                " / ".join(f"{pct:.0f}%" for _s, pct in fresh), "100% (raw)", f"{worst / 100:.2f} (worst)",
+                ">= 90%", verdict(worst >= 90, f"worst {worst:.0f}%"),
+                ["sizes " + ", ".join(f"{s} chars" for s, _p in fresh) + "; per-text interleaved best-of-7"])]
+    if cache:
+        x = float(cache.group(1))
+        rows.append(Row("token counting, 50-turn transcript: cached per message vs re-tokenize whole body",
+                        f"{x:.1f}x faster", "whole body each turn", f"{x:.1f}x", ">= 15x",
+                        verdict(x >= 15, f"{x / 15:.0%} of target")))
+    return rows
+
+
+def scrape(quick: bool) -> list[Row]:
+    from tests.bench import bench_scrape
+
+    return bench_scrape.run((1000, 10_000) if quick else (1000, 10_000, 100_000))
+
+
+def sidecar(quick: bool) -> list[Row]:
+    from tests.bench import bench_lag
+
+    seconds = "4" if quick else "8"
+    out = _sub([sys.executable, str(ROOT / "tests" / "bench" / "bench_tail.py"), "--seconds", seconds,
+                "--burst-lines", "200000" if quick else "500000"], timeout=600)
+    print("  " + out.strip().replace("\n", "\n  "), flush=True)
+    rows = []
+    burst = re.search(r"burst:\s+([\d,]+) lines/s", out)
+    kept = re.search(r"KEPT UP with ([\d,]+) lines/s", out)
+    once = re.search(r"exactly once: (\w+), in order: (\w+)", out)
+    caught = re.search(r"caught up (\d+) ms", out)
+    if burst:
+        rows.append(Row("tailing a pre-written file (burst)", f"{burst.group(1)} lines/s", "-", "-", "-", "n/a"))
+    rows.append(Row(
+        "tailing while a writer appends 60k lines/s and rotates every 3 s",
+        f"kept up: {kept.group(1)} lines/s" if kept else "fell behind", "-", "-", "keeps up, exactly once",
+        verdict(bool(kept) and bool(once) and once.group(1) == "True", "see bench_tail output"),
+        [f"exactly once {once.group(1)}, in order {once.group(2)}" if once else "",
+         f"caught up {caught.group(1)} ms after the writer stopped" if caught else ""],
+    ))
+    return rows + bench_lag.run(10_000, 5.0 if quick else 10.0)
+
+
+def memory(quick: bool) -> list[Row]:
+    from tests.bench import bench_memory
+
+    return bench_memory.run(400_000 if quick else 3_600_000)
+
+
+RUNNERS: dict[str, Callable[[bool], list[Row]]] = {
+    "ingest": ingest, "pricing": pricing, "counting": counting, "scrape": scrape, "sidecar": sidecar,
+    "memory": memory,
+}
+
+
+def table(rows: list[Row]) -> str:
+    head = ("figure", "ours", "peer / baseline", "ratio", "target", "met?")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = (r.figure, r.ours, r.peer, r.ratio, r.target, r.met)
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def notes(rows: list[Row]) -> str:
+    out = []
+    for r in rows:
+        kept = [n for n in r.notes if n]
+        if kept:
+            out.append(f"- **{r.figure}**: " + "; ".join(kept))
+    return "\n".join(out)
+
+
+ANALYSIS = """\
+## Where the misses come from
+
+Profiled with py-spy (`py-spy record -o ingest.svg -- python -m exporter replay --json ...`) and cProfile
+(`python tests/bench/bench_replay.py --profile`):
+
+- **Ingest vs mtail.** mtail runs one compiled regexp per line in Go, on
+  more than one thread, and does nothing else; ours decodes the whole JSON
+  object, normalises the usage block, hashes the request id for dedupe, looks
+  up the price by time and updates a cell, all in one Python thread. The
+  bare `orjson.loads` loop (no arithmetic at all) is the ceiling for any
+  Python ingest of this format, and the table shows how far below mtail even
+  that ceiling is on this machine: a 3x lead over mtail is out of reach for a
+  single-threaded CPython process whose ceiling is itself near mtail's rate.
+  What would move it: the replay path's own per-record cost (record
+  construction, dedupe digest, usage normalisation; another engineer is
+  optimising it now) and, beyond that, parallel replay of disjoint files.
+- **Memory over an hour-equivalent.** Everything but the dedupe ledger is
+  flat (series and label caches are bounded by the label caps). The ledger
+  keeps every request id of the last 40 days by design, as a Python set of
+  64-bit ints plus a per-day array: about 90-130 bytes per id, so 3.6M ids
+  alone pass 200 MB. Bounding it needs a denser structure (sorted per-day
+  `array('Q')` with binary search, or a per-day hash table in one bytearray:
+  8-16 bytes per id) or a shorter window.
+- **Cold scrape.** The first scrape builds every series' label text and every
+  sum; later scrapes re-sum only the dirty cells. The 1/5 target is met in
+  steady state, not on the first scrape after a start or a checkpoint restore.
+"""
+
+
+def write_doc(rows: list[Row], info: dict[str, str], load_end: str, command: str, started: dt.datetime,
+              elapsed: float, extra: str) -> None:
+    text = f"""# Performance
+
+Generated by `{command}` (tests/bench/run_all.py); rerun it to refresh this page. Every figure
+below was measured in that one run, with its peer or baseline measured in the same script,
+alternately, on the same data (generated deterministically).
+
+- **date**: {started:%Y-%m-%d %H:%M} UTC (the run took {elapsed / 60:.1f} min)
+- **machine**: {info['nproc']} CPUs, {info['cpu']}; Linux {info['kernel']}; Python {info['python']}
+- **load average** at start: {info['load']}; at end: {load_end}. The machine was shared with other
+  engineers' test runs, so absolute figures are noisy; the ratios are what to read.
+
+LiteLLM for the pricing row is not a dependency of the project; install it apart:
+`python3 -m venv --system-site-packages /tmp/bench-venv && /tmp/bench-venv/bin/pip install litellm`.
+
+## Results
+
+{table(rows)}
+
+## Notes per figure
+
+{notes(rows)}
+
+{ANALYSIS}
+## What each benchmark does
+
+- `tests/bench/bench_ingest.py`: 1,000,000 canonical records with usage blocks (four provider shapes, seed 1);
+  `python -m exporter replay --json` vs `mtail --one_shot` with a regexp program summing tokens saved per model
+  (it does no JSON parsing, no usage, no prices, no dedupe; see the module docstring) vs a bare `orjson.loads`
+  loop; 3 alternating rounds of whole processes, medians of wall time.
+- `tests/bench/bench_pricing.py`: per-record dollars, `PriceTable.lookup` + `cell_dollars` vs
+  `litellm.cost_per_token`, over every bundled model name LiteLLM also knows; dollars compared within 1e-9.
+- `tests/bench/bench_tokens.py`: fresh text vs raw `tiktoken.encode_ordinary`; 50-turn transcript cache.
+- `tests/bench/bench_scrape.py`: `Exposition.render` vs a private `CollectorRegistry` of labelled counters holding
+  the same series (`_created` disabled), cold and with 1% of cells updated between scrapes.
+- `tests/bench/bench_tail.py`, `tests/bench/bench_lag.py`: tailer throughput with rotation; a real `Sidecar`
+  fed by a writer process at 10,000 lines/s, lag from append to counted.
+- `tests/bench/bench_memory.py`: VmRSS of fresh processes (1M dedupe ids + 10k series; an hour-equivalent).
+{extra}"""
+    DOC.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC.relative_to(ROOT)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run, not the figures")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    parser.add_argument("--no-doc", action="store_true", help="do not write docs/performance.md")
+    parser.add_argument("--doc", action="store_true", help="write the doc even for --quick or --only")
+    args = parser.parse_args(argv)
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(chosen) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    info = machine()
+    started = dt.datetime.now(dt.UTC)
+    t0 = time.perf_counter()
+    print(f"benchmarks {started:%Y-%m-%d %H:%M} UTC on {info['nproc']} x {info['cpu']}, load {info['load']}"
+          + (" [QUICK: scaled-down sizes]" if args.quick else ""), flush=True)
+    rows: list[Row] = []
+    for name in chosen:
+        print(f"== {name}", flush=True)
+        section_started = time.perf_counter()
+        try:
+            rows += RUNNERS[name](args.quick)
+        except Exception as exc:  # one broken section must not hide the others' figures
+            traceback.print_exc()
+            rows.append(Row(name, "-", "-", "-", "-", f"ERROR ({type(exc).__name__}: {str(exc)[:120]})"))
+        print(f"   ({time.perf_counter() - section_started:.0f} s)", flush=True)
+    extra = ""
+    other = ROOT / "tests" / "bench" / "bench_exposition.py"
+    if "scrape" in chosen and other.exists():  # a peer benchmark written beside this suite
+        try:
+            out = _sub([sys.executable, str(other)], timeout=600)
+            extra = f"\n### tests/bench/bench_exposition.py (its own output, same run)\n\n```\n{out.strip()}\n```\n"
+            print(out, flush=True)
+        except Exception as exc:
+            print(f"bench_exposition.py failed: {exc}", flush=True)
+    elapsed = time.perf_counter() - t0
+    load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print()
+    print(table(rows))
+    print()
+    print(notes(rows))
+    if not args.no_doc and (args.doc or (not args.quick and set(chosen) == set(SECTIONS))):
+        command = "scripts/bench.sh" + (" --quick" if args.quick else "")
+        write_doc(rows, info, load_end, command, started, elapsed, extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
