@@ -164,10 +164,12 @@ class Exposition:
         else:
             dirty = list(agg.dirty)
         agg.dirty.clear()
-        touched: set[tuple[str, Labels]] = set()
+        # a dict, not a set: series first appear in cell order, the same in every
+        # process (set order of str tuples changes with PYTHONHASHSEED)
+        touched: dict[tuple[str, Labels], None] = {}
         for key in dirty:
             if key in agg.cells:
-                touched.update(self._series_of(agg, key))
+                touched.update(dict.fromkeys(self._series_of(agg, key)))
         for metric, labels in touched:
             members = self._members[(metric, labels)]
             total: float | int = 0
