@@ -31,12 +31,14 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from tests.bench.benchlib import ROOT, Row, machine, verdict
 
 VENV_PYTHON = Path("/tmp/bench-venv/bin/python")
 DOC = ROOT / "docs" / "performance.md"
+LAST = Path(os.environ.get("BENCH_RESULTS", "/tmp/llm-savings-bench-last.json"))
 SECTIONS = ("ingest", "pricing", "counting", "scrape", "sidecar", "memory")
 
 
@@ -225,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     parser.add_argument("--no-doc", action="store_true", help="do not write docs/performance.md")
     parser.add_argument("--doc", action="store_true", help="write the doc even for --quick or --only")
+    parser.add_argument("--render-doc", metavar="JSON", help="only rewrite the doc from a saved run's results")
     args = parser.parse_args(argv)
+    if args.render_doc:
+        return render_doc(args.render_doc)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(chosen) - set(SECTIONS)
     if unknown:
@@ -260,9 +265,22 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     print()
     print(notes(rows))
+    command = "scripts/bench.sh" + (" --quick" if args.quick else "")
+    saved = {"rows": [asdict(r) for r in rows], "info": info, "load_end": load_end, "command": command,
+             "started": started.isoformat(), "elapsed": elapsed, "extra": extra}
+    LAST.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+    print(f"results saved to {LAST} (re-render the doc from them: --render-doc {LAST})")
     if not args.no_doc and (args.doc or (not args.quick and set(chosen) == set(SECTIONS))):
-        command = "scripts/bench.sh" + (" --quick" if args.quick else "")
         write_doc(rows, info, load_end, command, started, elapsed, extra)
+    return 0
+
+
+def render_doc(path: str) -> int:
+    """Rewrite docs/performance.md from a saved run (after editing the analysis text, say)."""
+    saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    rows = [Row(**r) for r in saved["rows"]]
+    write_doc(rows, saved["info"], saved["load_end"], saved["command"], dt.datetime.fromisoformat(saved["started"]),
+              saved["elapsed"], saved["extra"])
     return 0
 
 
