@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 ROOT = Path(__file__).resolve().parent.parent
 OPENMETRICS_ACCEPT = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 T = TypeVar("T")
+PORT_LINE = re.compile(rb"serving /metrics on \S+ \(port (\d+)\)")
 Samples = dict[tuple[tuple[str, str], ...], float]
 
 
@@ -110,3 +113,39 @@ def vm_hwm_kib(pid: int | str = "self") -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     raise AssertionError("no VmHWM in /proc status")
+
+
+class Process:
+    """One `python -m exporter run` subprocess; stderr goes to a file we read for the port."""
+
+    def __init__(self, config: Path, stderr: Path) -> None:
+        self.stderr_path = stderr
+        self.stderr = open(stderr, "wb")  # noqa: SIM115 - closed in wait()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "exporter", "run", "--config", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+    def port(self, timeout: float = 30.0) -> int:
+        def found() -> int | None:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"sidecar exited {self.proc.returncode}: {self.log()}")
+            match = PORT_LINE.search(self.stderr_path.read_bytes())
+            return int(match.group(1)) if match else None
+
+        return poll(found, timeout, "the sidecar's listening port")
+
+    def log(self) -> str:
+        return self.stderr_path.read_bytes().decode(errors="replace")[-4000:]
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.wait()
+
+    def wait(self, timeout: float = 30.0) -> int:
+        code = self.proc.wait(timeout)
+        self.stderr.close()
+        return code

@@ -24,10 +24,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -38,14 +35,13 @@ import pytest
 
 from exporter.config import load_config
 from exporter.sidecar import Sidecar
-from tests.sidecar_e2e_helpers import ROOT, by_label, poll, replay_json, samples, scrape, total
+from tests.sidecar_e2e_helpers import Process, by_label, poll, replay_json, samples, scrape, total
 from tests.sidecar_helpers import record_line
 
 SEED = 20261130
 BACKLOG = 60_000  # unique ids already in the log at the first start: a big ledger, slow checkpoints
 LIVE_LINES = 12_000  # lines the writer appends while the sidecar is being killed
 KILLS = 20  # plus the first one, inside the backlog
-PORT_LINE = re.compile(rb"serving /metrics on \S+ \(port (\d+)\)")
 pytestmark = pytest.mark.slow
 
 
@@ -169,42 +165,6 @@ class Writer(threading.Thread):
         out.write(b"".join(pending))
         out.close()
         self.took = time.monotonic() - begun
-
-
-class Process:
-    """One `python -m exporter run` subprocess; stderr goes to a file we read for the port."""
-
-    def __init__(self, config: Path, stderr: Path) -> None:
-        self.stderr_path = stderr
-        self.stderr = open(stderr, "wb")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "run", "--config", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=self.stderr,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-
-    def port(self, timeout: float = 30.0) -> int:
-        def found() -> int | None:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"sidecar exited {self.proc.returncode}: {self.log()}")
-            match = PORT_LINE.search(self.stderr_path.read_bytes())
-            return int(match.group(1)) if match else None
-
-        return poll(found, timeout, "the sidecar's listening port")
-
-    def log(self) -> str:
-        return self.stderr_path.read_bytes().decode(errors="replace")[-4000:]
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.wait()
-
-    def wait(self, timeout: float = 30.0) -> int:
-        code = self.proc.wait(timeout)
-        self.stderr.close()
-        return code
 
 
 def _generations(state: Path) -> tuple[int, bool]:
