@@ -86,7 +86,7 @@ def run(records: int = 1_000_000, rounds: int = 3) -> list[Row]:
         have_mtail = Path(MTAIL).exists()
         if have_mtail:
             cmds["mtail"] = [MTAIL, "--one_shot", "--one_shot_format=prometheus", "--progs", str(progs),
-                             "--logs", str(data), "--logtostderr"]
+                             "--logs", str(data), "--logtostderr", "--port", "0"]
         results = alternate(cmds, rounds)
 
     ours = json.loads(results["ours"][0].stdout)
