@@ -87,7 +87,7 @@ def peer_registry(text: str) -> tuple[Any, list[tuple[Any, float]]]:
         if metric is None:
             kind = Counter if spec.type == "counter" else Gauge
             metric = metrics[name] = kind(spec.family_name, spec.help, spec.labels, registry=registry)
-        child = metric.labels(*[v for _k, v in _LABEL.findall(labels)]) if spec.labels else metric
+        child: Any = metric.labels(*[v for _k, v in _LABEL.findall(labels)]) if spec.labels else metric
         (child.inc if spec.type == "counter" else child.set)(value)
         children.append((child, value))
     return registry, children
@@ -108,7 +108,7 @@ def cells_for(series: int) -> int:
 def measure(series: int, scrapes: int = 7) -> dict[str, float]:
     from prometheus_client import disable_created_metrics, generate_latest
 
-    disable_created_metrics()
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     agg = fill(cells_for(series))
     keys = list(agg.cells)
     exposition = Exposition(MonthOf().start)

@@ -110,7 +110,7 @@ def sidecar(quick: bool) -> list[Row]:
     rows.append(Row(
         "tailing while a writer appends 60k lines/s and rotates every 3 s",
         f"kept up: {kept.group(1)} lines/s" if kept else "fell behind", "-", "-", "keeps up, exactly once",
-        verdict(bool(kept) and bool(once) and once.group(1) == "True", "see bench_tail output"),
+        verdict(kept is not None and once is not None and once.group(1) == "True", "see bench_tail output"),
         [f"exactly once {once.group(1)}, in order {once.group(2)}" if once else "",
          f"caught up {caught.group(1)} ms after the writer stopped" if caught else ""],
     ))
