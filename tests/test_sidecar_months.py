@@ -36,8 +36,8 @@ STRADDLE = [
 ]
 
 
-def _ts(year: int, month: int, day: int, *rest: int) -> float:
-    return datetime(year, month, day, *rest, tzinfo=UTC).timestamp()
+def _ts(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> float:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
 
 
 def _write(tmp: Path, lines: list[bytes], name: str = "a.jsonl") -> Path:
