@@ -38,7 +38,7 @@ from exporter.sidecar import Sidecar
 from tests.sidecar_e2e_helpers import Process, by_label, poll, replay_json, samples, scrape, total
 from tests.sidecar_helpers import record_line
 
-SEED = 20261130
+SEED = int(os.environ.get("LLM_SAVINGS_CRASH_SEED", "20261130"))  # vary it to explore other kill points
 BACKLOG = 60_000  # unique ids already in the log at the first start: a big ledger, slow checkpoints
 LIVE_LINES = 12_000  # lines the writer appends while the sidecar is being killed
 KILLS = 20  # plus the first one, inside the backlog
