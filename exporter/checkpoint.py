@@ -73,7 +73,7 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[int, bytes]]:
         body_len = int(header["body_len"])
         blob_days = [(int(d), int(n)) for d, n in header["blob_days"]]
         expected = str(header["sha256"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, OverflowError):  # OverflowError: int(Infinity), found by tests/fuzz
         raise ValueError("corrupt header") from None
     start = end + 1
     total = start + body_len + sum(n for _, n in blob_days)
@@ -83,6 +83,8 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[int, bytes]]:
     if digest != expected:
         raise ValueError("sha256 mismatch (corrupted)")
     body = json.loads(data[start:start + body_len])
+    if not isinstance(body, dict):  # only a hand-made file verifies with another shape
+        raise ValueError(f"body is a JSON {type(body).__name__}, expected an object")
     blobs: dict[int, bytes] = {}
     pos = start + body_len
     for day, size in blob_days:

@@ -29,7 +29,7 @@ from typing import Any
 
 from exporter import __version__, catalog
 from exporter.aggregate import Aggregates
-from exporter.checkpoint import CheckpointError, CheckpointStore
+from exporter.checkpoint import CheckpointError, CheckpointStore, Loaded
 from exporter.config import ENV_BEARER_TOKEN, Config, ConfigError, SourceConfig, load_config, parse_listen
 from exporter.decoders import LazyTextCounter, LineDecoder, make_line_decoder
 from exporter.dedupe import DedupeLedger
@@ -44,6 +44,20 @@ log = logging.getLogger("exporter.sidecar")
 P = catalog.PREFIX
 CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
 PRICE_CHECK_SECONDS = 2.0
+
+
+def restore_state(loaded: Loaded, window_days: float) -> tuple[Aggregates, DedupeLedger]:
+    """Aggregates and ledger from a verified checkpoint; a malformed body is a CheckpointError.
+
+    The sha256 rules out corruption, so a body that does not restore was written by
+    another version or by hand: refuse with the file's name rather than a traceback
+    (found by tests/fuzz, target checkpoint_state)."""
+    try:
+        return (Aggregates.from_state(loaded.body["aggregates"]),
+                DedupeLedger.from_state(window_days, loaded.blobs))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as exc:
+        raise CheckpointError(f"{loaded.path}: checkpoint body does not restore "
+                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 @dataclass
@@ -111,9 +125,8 @@ class Sidecar:
             raise CheckpointError(f"{loaded.path}: unknown checkpoint schema {body.get('schema')!r}")
         if loaded and loaded.skipped:
             log.warning("fell back to checkpoint %s: %s", loaded.path.name, "; ".join(loaded.skipped))
-        aggregates = Aggregates.from_state(body["aggregates"]) if loaded else Aggregates()
-        ledger = (DedupeLedger.from_state(config.dedupe_window_days, loaded.blobs) if loaded
-                  else DedupeLedger(config.dedupe_window_days))
+        aggregates, ledger = (restore_state(loaded, config.dedupe_window_days) if loaded
+                              else (Aggregates(), DedupeLedger(config.dedupe_window_days)))
         labels = config.labels
         caps = LabelCaps(labels.max_models, labels.max_tenants, labels.max_methods, labels.max_components,
                          labels.tenant_allowlist, labels.model_allowlist)
@@ -157,9 +170,9 @@ class Sidecar:
                 for record in records:
                     self.pipeline.ingest_object(record, source)
 
-        def reject(reason: str, source: str) -> None:
+        def reject(reason: str, source: str, ts: float | None = None) -> None:
             with self.pipeline.lock:
-                self.pipeline.reject(reason, source)
+                self.pipeline.reject(reason, source, ts)
 
         return OtlpReceiver(sink, host, port, max_body_bytes=self.config.otlp.max_body_bytes,
                             queue_size=self.config.otlp.queue_size, bearer_token=token, reject=reject)

@@ -48,7 +48,7 @@ class Located:
         return YamlError(f"{self.filename}:{self.line(path)}: {format_path(path)}: {message}")
 
 
-MAX_NODES = 1_000_000  # aliases can expand a small file exponentially ("billion laughs")
+MAX_NODES = 200_000  # aliases can expand a small file exponentially ("billion laughs"); the bundled table has ~5k
 
 
 def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str,
@@ -102,10 +102,37 @@ def _scalar(node: yaml.Node) -> Any:
         return node.value  # e.g. 2026-02-30 or `!!float x`: the text, for the validator to refuse
 
 
+MAX_DEPTH = 100  # collections nested deeper than this are refused before composing
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_depth(text: str, filename: str) -> None:
+    """Refuse deep nesting before libyaml composes it (found by tests/fuzz).
+
+    libyaml's composer recurses in C: ~30k nested ``[`` overflow the stack
+    (SIGSEGV, no Python exception), and its scanner is quadratic in the flow
+    depth (100k ``[`` take minutes). The event stream is iterative and lazy, so
+    walking it and stopping past ``MAX_DEPTH`` costs little. Skipped when the
+    text cannot nest deeply: block levels need a column each, flow levels a bracket.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH and len(text) <= 16 * 1024:  # <= 8k levels: safe in C
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else 1
+                raise YamlError(f"{filename}:{line}: invalid YAML: nested more than {MAX_DEPTH} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load_located(text: str, filename: str) -> Located:
     """Parse YAML text; syntax errors come back as ``YamlError`` naming file and line."""
     try:
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _check_depth(text, filename)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else 1
