@@ -125,7 +125,7 @@ def test_text_and_openmetrics_carry_the_same_values(case: str) -> None:
     text = samples((GOLDEN / case / "expected.prom").read_text(encoding="utf-8"))
     om = samples((GOLDEN / case / "expected.om").read_text(encoding="utf-8"), openmetrics=True)
     om_values = {k: v for k, v in om.items() if not k.endswith("_created")}
-    # OpenMetrics names an info-less gauge the same; counters keep their _total sample name
+    # counters keep their _total sample name in both formats; only _created is extra
     assert om_values == text
 
 

@@ -16,7 +16,8 @@ sidecar catches up and is stopped with SIGTERM, and
 * ``replay --json`` over the same files
 
 all equal the oracle: unique request ids counted once, each re-sent line one
-duplicate, each invalid line one rejection.
+duplicate, each invalid line one rejection. Takes ~35-55 s; other kill points:
+``LLM_SAVINGS_CRASH_SEED=<n> pytest tests/test_sidecar_crash.py``.
 """
 
 from __future__ import annotations
