@@ -30,7 +30,7 @@ WORKDIR /src
 RUN python -m venv "$VIRTUAL_ENV"
 
 # Only what the package needs: a change to tests/, helm/ or docs does not rebuild it.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY exporter ./exporter
 # The otlp-push extra lets `otlp_push.enabled: true` work in the image.
 RUN pip install ".[otlp-push]" && pip check

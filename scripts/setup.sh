@@ -10,8 +10,15 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# pip's build chatter goes to a log, shown only when the install fails.
+pip_install() {
+  if ! .venv/bin/python -m pip install -q "$@" > .venv/setup.log 2>&1; then
+    cat .venv/setup.log >&2
+    exit 1
+  fi
+}
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  pip_install -e '.[dev]'
   need=()
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
@@ -22,5 +29,5 @@ if [ "${1:-}" = "--test" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
   fi
 else
-  .venv/bin/python -m pip install -q -e .
+  pip_install -e .
 fi
