@@ -17,7 +17,8 @@ sidecar catches up and is stopped with SIGTERM, and
 
 all equal the oracle: unique request ids counted once, each re-sent line one
 duplicate, each invalid line one rejection. Takes ~35-55 s; other kill points:
-``LLM_SAVINGS_CRASH_SEED=<n> pytest tests/test_sidecar_crash.py``.
+``LLM_SAVINGS_CRASH_SEED=<n> pytest tests/test_sidecar_crash.py``; copytruncate instead of
+rename (the copy inside the globs): ``LLM_SAVINGS_CRASH_ROTATE=copytruncate``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -42,6 +44,8 @@ from tests.sidecar_helpers import record_line
 SEED = int(os.environ.get("LLM_SAVINGS_CRASH_SEED", "20261130"))  # vary it to explore other kill points
 BACKLOG = 60_000  # unique ids already in the log at the first start: a big ledger, slow checkpoints
 LIVE_LINES = 12_000  # lines the writer appends while the sidecar is being killed
+# rename (default) or copytruncate (the copy inside the globs): LLM_SAVINGS_CRASH_ROTATE
+ROTATE = os.environ.get("LLM_SAVINGS_CRASH_ROTATE", "rename")
 KILLS = 20  # plus the first one, inside the backlog
 pytestmark = pytest.mark.slow
 
@@ -159,7 +163,12 @@ class Writer(threading.Thread):
                 if since_rotation > rng.randint(800, 2500):
                     out.close()
                     self.rotations += 1
-                    os.rename(current, self.logs / f"app.jsonl.{self.rotations}")
+                    rotated = self.logs / f"app.jsonl.{self.rotations}"
+                    if ROTATE == "copytruncate":
+                        shutil.copyfile(current, rotated)
+                        os.truncate(current, 0)
+                    else:
+                        os.rename(current, rotated)
                     out = open(current, "ab")  # noqa: SIM115
                     fresh_file = True
                     since_rotation = 0
