@@ -14,7 +14,8 @@ models, appended in 20,000-line chunks, the file rotated every 500,000
 lines, a checkpoint every 500,000 lines and a scrape every chunk. RSS is
 sampled every 10 % of the input. All ids stay in the dedupe window (40
 days), so the ledger is expected to grow with the ids; everything else must
-stay flat. Target: <= 200 MB.
+stay flat, which the control run shows: the same input without request ids
+(so nothing enters the ledger). Target: <= 200 MB.
 """
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ def case_ledger() -> dict[str, Any]:
     return {"base": base, "ledger": after_ledger, "total": rss_mb(), "series": series, "ids": len(ledger)}
 
 
-_LINE = ('{{"ts":{ts:.3f},"request_id":"hour-{i:09d}","model":"{m}","provider":"anthropic",'
+_LINE = ('{{"ts":{ts:.3f},{rid}"model":"{m}","provider":"anthropic",'
          '"tenant":"team-{t}","tokens_before":{b},"tokens_after":2500,"count_method":"provider",'
          '"usage":{{"input_tokens":2500,"cache_read_input_tokens":{c},"cache_creation_input_tokens":0,'
          '"output_tokens":321}}}}\n')
 _MODELS = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5")
 
 
-def case_hour(lines: int) -> dict[str, Any]:
+def case_hour(lines: int, ids: bool = True) -> dict[str, Any]:
+    """``ids=False``: the same input without request ids (nothing enters the ledger) - the control."""
     from exporter.config import Config, SourceConfig
     from exporter.sidecar import Sidecar
 
@@ -82,7 +84,8 @@ def case_hour(lines: int) -> dict[str, Any]:
         while written < lines:
             n = min(chunk, lines - written)
             with log.open("a", encoding="ascii") as out:
-                out.write("".join(_LINE.format(ts=first_ts + j * step, i=j, m=_MODELS[j % 3], t=j % 7,
+                out.write("".join(_LINE.format(ts=first_ts + j * step, m=_MODELS[j % 3], t=j % 7,
+                                               rid=f'"request_id":"hour-{j:09d}",' if ids else "",
                                                b=4000 + j % 500, c=j % 900) for j in range(written, written + n)))
             written += n
             while consumed < written:
@@ -114,6 +117,24 @@ def _child(case: str, *extra: str) -> dict[str, Any]:
     return result
 
 
+def _hour_row(h: dict[str, Any], label: str, what_grows: str) -> Row:
+    samples = h["samples"]
+    peak = max(s[1] for s in samples)
+    first, last = samples[1], samples[-1]
+    shown = ", ".join(f"{s[0] / 1e6:.2f}M:{s[1]:.0f}" for s in samples)
+    complete = h["requests"] == h["lines"]
+    growth = (last[1] - first[1]) / max(1, (last[0] - first[0]) / 1e6)
+    return Row(
+        f"RSS after an hour-equivalent ({h['lines']:,} lines at 1,000/s) through the sidecar, {label}",
+        f"{last[1]:.0f} MB (peak {peak:.0f})", "-", "-", f"<= {TARGET_MB:.0f} MB",
+        verdict(peak <= TARGET_MB, f"{peak - TARGET_MB:.0f} MB over"),
+        [f"RSS samples (lines:MB) {shown}",
+         f"growth after the first sample {growth:.1f} MB per million lines ({what_grows}); every line counted: "
+         f"{complete}; {h['rotations']} rotations; {h['lines'] / h['seconds']:,.0f} lines/s wall "
+         f"(the hour of input took {h['seconds']:.0f} s)"],
+    )
+
+
 def run(hour_lines: int = 3_600_000) -> list[Row]:
     rows: list[Row] = []
     r = _child("ledger")
@@ -127,21 +148,9 @@ def run(hour_lines: int = 3_600_000) -> list[Row]:
          f"the series add {r['total'] - r['ledger']:.0f} MB"],
     ))
     h = _child("hour", "--hour-lines", str(hour_lines))
-    samples = h["samples"]
-    peak = max(s[1] for s in samples)
-    first, last = samples[1], samples[-1]
-    per_id = (last[1] - first[1]) * 1e6 / max(1, last[2] - first[2])
-    shown = ", ".join(f"{s[0] / 1e6:.2f}M:{s[1]:.0f}" for s in samples)
-    complete = h["requests"] == h["lines"]
-    rows.append(Row(
-        f"RSS after an hour-equivalent ({h['lines']:,} lines at 1,000/s) through the sidecar",
-        f"{last[1]:.0f} MB (peak {peak:.0f})", "-", "-", f"<= {TARGET_MB:.0f} MB",
-        verdict(peak <= TARGET_MB, f"{peak - TARGET_MB:.0f} MB over"),
-        [f"RSS samples (lines:MB) {shown}",
-         f"growth after the first sample {per_id:.0f} bytes per ledger id: the dedupe ledger (ids kept 40 days) is "
-         f"what grows; every line counted: {complete}; {h['rotations']} rotations; "
-         f"{h['lines'] / h['seconds']:,.0f} lines/s wall (one hour of input took {h['seconds']:.0f} s)"],
-    ))
+    rows.append(_hour_row(h, "unique request ids", "the dedupe ledger: every id is kept for the 40-day window"))
+    h = _child("hour", "--hour-lines", str(hour_lines), "--no-ids")
+    rows.append(_hour_row(h, "no request ids (control: nothing enters the ledger)", "everything but the ledger"))
     return rows
 
 
@@ -149,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=("ledger", "hour"), help="run one case here and print its JSON")
     parser.add_argument("--hour-lines", type=int, default=3_600_000)
+    parser.add_argument("--no-ids", action="store_true", help="case hour: records without request ids")
     args = parser.parse_args(argv)
     if args.case == "ledger":
         print(json.dumps(case_ledger()))
     elif args.case == "hour":
-        print(json.dumps(case_hour(args.hour_lines)))
+        print(json.dumps(case_hour(args.hour_lines, ids=not args.no_ids)))
     else:
         for row in run(args.hour_lines):
             print(row)
