@@ -3,3 +3,5 @@ demo:  ## run the embedded demo (simulated gateway, bundled prices, /metrics on 
 	scripts/demo.sh
 test:  ## set up and run the whole test suite (ruff, mypy, pytest)
 	scripts/test.sh
+bench:  ## benchmarks side by side with mtail, LiteLLM, prometheus_client; writes docs/performance.md
+	scripts/bench.sh

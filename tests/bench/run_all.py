@@ -180,13 +180,15 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   the dedupe ledger 14 % (its blake2b digest alone 8 %), price lookup and rate id 7 % (hashing the
   frozen `PricedModel` on every record about 2 %), saving attribution and the method label 10 %,
   and `Pipeline.apply`'s own bookkeeping about 20 %. Process start (the CLI imports every subcommand
-  module) costs about 0.5 CPU-s, a few per cent at 1M records. That is roughly 25 us of CPU per record
-  against about 3 us for the bare decode. The ceiling row shows the other bound: even the bare
-  `orjson.loads` loop runs at only a few times mtail's rate (the note of the mtail row gives the exact
-  figure), and mtail uses both cores, so one CPython process cannot lead mtail by 3x however cheap the
-  arithmetic gets. What would move the figure: less Python work per record (the replay path is being
-  optimised by another engineer as this is written) and replaying disjoint files or chunks in
-  parallel processes.
+  module) costs about 0.5 CPU-s, a few per cent at 1M records. That is roughly 20-25 us of CPU per
+  record against about 2 us for the bare decode, and mtail spends about 20 us of CPU per line (on
+  two threads, which on a loaded machine also buys it a larger share of the cores: compare the wall
+  ratio with the CPU ratio in the notes). The note of the mtail row gives the other bound: how fast
+  the bare `orjson.loads` loop runs next to mtail, and so what share of mtail's time is left for the
+  whole arithmetic after decoding if ours is to lead by 3x; today ours spends more after decoding
+  than mtail spends in all. What would move the figure: far less Python work per record (the replay path
+  is being optimised by another engineer as this is written) and replaying disjoint files or chunks
+  in parallel processes.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
