@@ -105,7 +105,10 @@ class Pipeline:
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
-        result = decoder(line) if decoder is not None else parse_line(line, self.counter)
+        try:
+            result = decoder(line) if decoder is not None else parse_line(line, self.counter)
+        except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
+            result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
         if result is not None:
             self._consume(result, source)
 

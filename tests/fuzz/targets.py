@@ -62,6 +62,10 @@ COUNT_REASONS = ("invalid_count", "invalid_usage", "inconsistent_usage")
 # path rejects the same line as invalid_utf8. Tolerated here (exporter/fastparse.py is being
 # reworked by its owner) and pinned by a strict xfail; set False once fixed.
 OPEN_FAST_PATH_UTF8 = True
+# Found by tests/test_hostile_corpus.py: msgspec raises RecursionError on ~50k nested objects under
+# an unknown key, out of parse_line. Pipeline.ingest_line now turns it into invalid_json (it cost
+# every other line of the tailer's batch before); parse_line itself still raises (strict xfail).
+OPEN_FAST_PATH_RECURSION = True
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -96,7 +100,12 @@ def _check_usage(usage: Usage) -> None:
 
 def records_line(data: bytes) -> None:
     """Both parsing paths: ``parse_line`` (fast path first) and the reference path."""
-    result = parse_line(data)
+    try:
+        result = parse_line(data)
+    except RecursionError:  # open bug, see test_fuzz_targets.py::test_fast_path_survives_deep_nesting
+        if not OPEN_FAST_PATH_RECURSION:
+            raise
+        return
     assert result is None or isinstance(result, Record | Rejection), type(result)
     if isinstance(result, Rejection):
         assert result.reason in REJECTION_REASONS, result.reason
