@@ -98,10 +98,22 @@ class Pipeline:
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
         self.lock = threading.RLock()
         self.records_by_source: dict[str, int] = {}
-        for key in self.aggregates.cells:  # keep label slots across restarts
-            self.caps.model.preload([key[1]])
-            self.caps.tenant.preload([key[2]])
-            self.caps.method.preload([key[3]])
+        self._preload_caps()
+
+    def _preload_caps(self) -> None:
+        """Label values already counted keep their slots after a restart, and only they do.
+
+        Values that never take a slot (the ``unset`` tenant, the empty method of
+        records without savings, ``unattributed``) are not preloaded.
+        """
+        agg = self.aggregates
+        for _month, model, tenant, method, _rate in agg.cells:
+            self.caps.model.preload([model])
+            if tenant != UNSET_TENANT:
+                self.caps.tenant.preload([tenant])
+            if method and method != UNSPECIFIED_METHOD:
+                self.caps.method.preload([method])
+        self.caps.component.preload(key[4] for key in agg.components if key[4] != UNATTRIBUTED)
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:

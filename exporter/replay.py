@@ -13,12 +13,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
 from typing import IO, Any
 
+from exporter.config import SourceConfig
 from exporter.decoders import FORMATS, make_line_decoder
 from exporter.pipeline import Pipeline
 from exporter.prices import PriceTableError, load_price_table
+from exporter.sources.jsonl_tail import normalise_line
+
+DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
 
 READ_CHUNK = 1 << 20
 
@@ -35,15 +38,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
     parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
     parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
+    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
+                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
     parser.add_argument("--json", action="store_true", help="print the DESIGN.md §5 JSON")
     parser.set_defaults(func=run_replay)
 
 
-def _lines(stream: IO[bytes]) -> Iterable[bytes]:
-    yield from stream
-
-
-def replay_files(paths: list[str], pipeline: Pipeline, decoder: Any, progress: bool = False) -> int:
+def replay_files(paths: list[str], pipeline: Pipeline, decoder: Any, progress: bool = False,
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> int:
     """Feed every line of ``paths`` to ``pipeline``; returns the number of lines read."""
     total_bytes = sum(os.path.getsize(p) for p in paths if p != "-") if progress else 0
     done_bytes = 0
@@ -53,11 +55,16 @@ def replay_files(paths: list[str], pipeline: Pipeline, decoder: Any, progress: b
         stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         try:
             ingest = pipeline.ingest_line
-            for line in stream:
-                ingest(line, "replay", decoder)
+            for raw in stream:
                 lines += 1
+                # the tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would
+                line, skipped, _nuls = normalise_line(raw.rstrip(b"\n"), max_line_bytes)
+                if skipped is not None:
+                    pipeline.reject(skipped, "replay")
+                elif line:
+                    ingest(line, "replay", decoder)
                 if progress:
-                    done_bytes += len(line)
+                    done_bytes += len(raw)
                     if lines & 0x3FFF == 0 and (now := time.monotonic()) - last_draw > 0.2:
                         last_draw = now
                         _draw(done_bytes, total_bytes, lines)
@@ -128,7 +135,8 @@ def run_replay(args: argparse.Namespace) -> int:
             return 2
     pipeline = Pipeline(prices, timezone=args.timezone, dedupe_window_days=args.dedupe_window_days,
                         counter=decoder.counter)
-    replay_files(args.files, pipeline, decoder, progress=not args.json and sys.stderr.isatty())
+    replay_files(args.files, pipeline, decoder, progress=not args.json and sys.stderr.isatty(),
+                 max_line_bytes=args.max_line_bytes)
     result = replay_json(pipeline)
     if args.json:
         print(json.dumps(result, indent=None, sort_keys=False))

@@ -219,11 +219,6 @@ def test_deep_nesting_inside_a_field_is_rejected_not_raised(tmp_path: Path) -> N
         sidecar.server.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: replay (exporter/replay.py replay_files) feeds raw lines to the pipeline without the "
-    "tailer's NUL handling: a line after a NUL run (a copytruncate hole) is counted by the sidecar "
-    "but rejected invalid_json by replay, and a line with a NUL inside is nul_bytes in the sidecar "
-    "but invalid_json in replay, so replay --json is not 'the totals the counters would hold'"))
 def test_replay_json_equals_the_sidecar_on_the_small_corpus(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     shutil.copyfile(BADINPUT / "small.jsonl", tmp_path / "logs" / "small.jsonl")
@@ -261,10 +256,6 @@ def _restart_with(tmp_path: Path, first: list[bytes], second: list[bytes],
     return again
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Pipeline.__init__ preloads the model/tenant/method caps from the restored cells but "
-    "never the component cap from aggregates.components, so every restart hands out "
-    "max_components fresh component slots: the month's component series grow past the cap"))
 def test_component_cap_holds_across_a_restart(tmp_path: Path) -> None:
     def line(i: int) -> bytes:
         return record_line(i, components=[{"name": f"c-{i}", "tokens_saved": 1}])
@@ -275,10 +266,6 @@ def test_component_cap_holds_across_a_restart(tmp_path: Path) -> None:
     assert components - {"other", "unattributed"} == {"c-0", "c-1", "c-2"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Pipeline.__init__ preloads every tenant of the restored cells into the cap, including "
-    "'unset' (records without a tenant never use a slot), so after a restart a tenant that had "
-    "a slot can lose it: its new requests go to 'other' while its old series stays"))
 def test_tenant_slots_are_the_same_after_a_restart(tmp_path: Path) -> None:
     first = [record_line(0, tenant=None)] + [record_line(i, tenant=f"t-{i}") for i in range(1, 4)]
     second = [record_line(i, tenant=f"t-{i - 10}") for i in range(11, 14)]

@@ -182,6 +182,29 @@ class TailStats:
         return sum(f.bytes_behind for f in self.files)
 
 
+def normalise_line(line: bytes, max_line_bytes: int) -> tuple[bytes, SkipReason | None, int]:
+    """One complete line (without its newline) as the tailer hands it out.
+
+    Returns (content, skip reason or None, leading NUL bytes removed). Leading NUL
+    runs (a copytruncate hole) are dropped; a line still longer than the cap is
+    ``line_too_long``; a trailing ``\\r`` is removed; a line that still holds a NUL
+    is ``nul_bytes``; empty content with no reason is a blank line. ``replay``
+    applies the same function, so it counts what the sidecar would.
+    """
+    leading = 0
+    if line and line[0] == 0:
+        stripped = line.lstrip(b"\0")
+        leading = len(line) - len(stripped)
+        line = stripped
+    if len(line) > max_line_bytes:
+        return b"", "line_too_long", leading
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if b"\0" in line:
+        return b"", "nul_bytes", leading
+    return line, None, leading
+
+
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -614,25 +637,20 @@ class Tailer:
             if skipping:
                 skipping = False
                 continue
-            if line and line[0] == 0:
-                stripped = line.lstrip(b"\0")
-                nul += len(line) - len(stripped)
-                line = stripped
-                lstart = base + start - 1 - len(line)
-            if len(line) > maxlen:
-                append(TailEvent(path, b"", lstart, base + start, "line_too_long"))
+            line, reason, leading_nuls = normalise_line(line, maxlen)
+            if leading_nuls:
+                nul += leading_nuls
+                lstart += leading_nuls
+            if reason is not None:
+                append(TailEvent(path, b"", lstart, base + start, reason))
                 budget -= 1
-                too_long += 1
+                if reason == "line_too_long":
+                    too_long += 1
+                else:
+                    nul_lines += 1
                 continue
-            if line.endswith(b"\r"):
-                line = line[:-1]
             if not line:
                 blank += 1
-                continue
-            if b"\0" in line:
-                append(TailEvent(path, b"", lstart, base + start, "nul_bytes"))
-                budget -= 1
-                nul_lines += 1
                 continue
             append(TailEvent(path, line, lstart, base + start))
             budget -= 1
