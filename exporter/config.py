@@ -189,6 +189,8 @@ def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: s
             raise fail("mapping", "format mapping needs a mapping file")
         if not obj.paths:
             raise fail("paths", "a source needs at least one path or glob")
+        if obj.max_line_bytes < 1:
+            raise fail("max_line_bytes", f"expected a positive number of bytes, got {obj.max_line_bytes}")
     if isinstance(obj, Config | OtlpConfig):
         try:
             parse_listen(obj.listen)

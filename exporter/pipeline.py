@@ -151,7 +151,8 @@ class Pipeline:
         ts = record.ts
         month = self.month_of(ts)
         if self.oldest_month is not None and month < self.oldest_month:
-            agg.count(agg.rejected, (month, "expired_month"))
+            # its own month is no longer published: count it where it stays visible
+            agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
             return
         if record.request_id is not None and self.ledger.seen_before(record.request_id, ts):
             agg.count(agg.duplicates, month)

@@ -240,7 +240,14 @@ def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
         family_name = entry.get("family", "")
         if family_name and not isinstance(family_name, str):
             raise PriceTableError(str(doc.error((*mpath, "family"), f"expected a string, got {family_name!r}")))
-        family = families.get(family_name, Family()) if family_name else Family()
+        if family_name and family_name not in families:
+            # a typo here would silently drop the family's cache-write premium and factors
+            raise PriceTableError(str(doc.error(
+                (*mpath, "family"),
+                f"family {family_name!r} is not defined under versions[{index}].families "
+                f"(defined: {', '.join(sorted(families)) or 'none'}); add `{family_name}: {{}}` if it has no "
+                "premium and no factors")))
+        family = families[family_name] if family_name else Family()
         rates = {key: _number(doc, (*mpath, key), entry[key]) for key in _MODEL_RATE_KEYS if key in entry}
         base = rates["input"]
         if "cache_write_5m" not in rates:
@@ -273,9 +280,6 @@ def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
         if alias in models:
             raise PriceTableError(str(doc.error((*path, "models", alias),
                                                 f"{alias!r} is both a model and an alias of {aliases[alias]!r}")))
-    for family_name in {m.family for m in models.values()}:
-        if family_name and family_name not in families:
-            families[family_name] = Family()  # a family with no premium and no factors is fine
     return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta)
 
 

@@ -72,6 +72,7 @@ GOOD = textwrap.dedent("""\
         families:
           anthropic:
             cache_write_5m_multiplier: 1.25
+          openai: {}
         models:
           claude-x:
             family: anthropic

@@ -167,11 +167,6 @@ def test_record_older_than_retention_is_rejected_expired_month(tmp_path: Path) -
     assert sum(rejected.values()) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Pipeline.apply counts expired_month under the record's own (expired) month, and "
-    "Sidecar._apply_retention -> Aggregates.drop_months_before deletes that month's rejected "
-    "series at the next checkpoint, so the count vanishes from /metrics within "
-    "checkpoint_interval_seconds"))
 def test_expired_month_rejections_survive_the_next_checkpoint(tmp_path: Path) -> None:
     wall = _ts(2027, 3, 15)
     _write(tmp_path, [record_line(1, ts=_ts(2026, 11, 5)), record_line(2, ts=_ts(2027, 3, 1))])
