@@ -72,6 +72,14 @@ def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
     )
 
 
+def _by_labels_and_rates(item: tuple[CellKey, list[int], PricedModel | None]) -> tuple[Any, ...]:
+    key, _cell, rates = item
+    if rates is None:
+        return (*key[:4], False)
+    return (*key[:4], True, rates.version, rates.model, rates.family, rates.input, rates.output, rates.cache_read,
+            rates.cache_write_5m, rates.cache_write_1h, rates.factors)
+
+
 class Aggregates:
     """Everything the counters show, keyed by month; plain data, no metrics objects."""
 
@@ -153,7 +161,9 @@ class Aggregates:
                 }
             return found
 
-        for key, cell, rates in sorted(self.priced_cells(), key=lambda item: item[0]):
+        # Sorted by labels and rate *values*, not rate ids (ids follow arrival order): float sums
+        # are then the same whatever order the records came in.
+        for key, cell, rates in sorted(self.priced_cells(), key=_by_labels_and_rates):
             totals = month(key[0])
             totals["requests"] += cell[REQUESTS]
             totals["tokens_saved"] += cell[SAVED]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import msgspec
 import orjson
 
 from exporter.fastparse import fast_parse
@@ -64,8 +65,10 @@ class Rejection:
     ts: float | None = None
 
 
-@dataclass(slots=True)
-class Record:
+class Record(msgspec.Struct, gc=False):
+    """A counted request. A msgspec struct (built in C, a few times faster than a dataclass): the hot path
+    builds one per line; ``gc=False`` as it holds strings, ints and tuples only, never a cycle."""
+
     ts: float  # epoch seconds, UTC
     request_id: str | None
     model: str
@@ -264,10 +267,9 @@ _BOM = b"\xef\xbb\xbf"
 
 def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
     """One JSON line -> record or rejection; None for a blank line (not a record)."""
-    if counter is None or (b'"text_' not in line and b'"messages_' not in line):
-        fast = fast_parse(line, Record, parse_ts)
-        if fast is not None:
-            return fast  # type: ignore[no-any-return]
+    fast = fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS)  # None for text to count, and anything unusual
+    if fast is not None:
+        return fast  # type: ignore[no-any-return]
     if line.startswith(_BOM):
         line = line[3:]
     if not line.strip():

@@ -16,8 +16,9 @@ Pure functions; no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 MAX_COUNT = (1 << 53) - 1  # above this a float sum loses integers; no request is that large
 
@@ -31,8 +32,9 @@ class UsageError(ValueError):
         self.detail = detail
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True, gc=False):
+    """Disjoint billing tiers. A msgspec struct, not a frozen dataclass: built once per record, in C."""
+
     fresh_input: int
     cache_read: int
     cache_write_5m: int
