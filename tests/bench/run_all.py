@@ -186,9 +186,9 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   ratio with the CPU ratio in the notes). The note of the mtail row gives the other bound: how fast
   the bare `orjson.loads` loop runs next to mtail, and so what share of mtail's time is left for the
   whole arithmetic after decoding if ours is to lead by 3x; today ours spends more after decoding
-  than mtail spends in all. What would move the figure: far less Python work per record (the replay path
-  is being optimised by another engineer as this is written) and replaying disjoint files or chunks
-  in parallel processes.
+  than mtail spends in all. What would move the figure: far less Python work per record (the
+  replay path is being optimised by another engineer as this is written) and replaying disjoint
+  files or chunks in parallel processes.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
@@ -246,7 +246,9 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
   (the same lines as ours). `tests/bench/bench_scrape.py` is an independent variant (medians, one cold scrape).
 - `tests/bench/bench_tail.py`, `tests/bench/bench_lag.py`: tailer throughput with rotation; a real `Sidecar`
   fed by a writer process at 10,000 lines/s, lag from append to counted.
-- `tests/bench/bench_memory.py`: VmRSS of fresh processes (1M dedupe ids + 10k series; an hour-equivalent).
+- `tests/bench/bench_memory.py`: VmRSS of fresh processes (1M dedupe ids + 10k series; an hour-equivalent of
+  input through a `Sidecar` driven by hand, with rotations, checkpoints and scrapes; the same input without
+  request ids as the control).
 {extra}"""
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path}")
