@@ -69,6 +69,7 @@ class Config:
     prices: str | None = None  # price table file; None = the bundled table; hot-reloaded on change
     timezone: str = "UTC"  # month boundaries are midnights of this zone
     dedupe_window_days: float = 40.0  # request ids remembered this long (by record time)
+    dedupe_max_ids: int = 1_000_000  # memory bound of the ledger (~90 bytes/id); oldest evicted first, counted
     checkpoint_interval_seconds: float = 5.0  # how often offsets + aggregates + ledger are committed
     month_retention: int = 3  # months kept besides the current one; older records are refused
     labels: LabelConfig = field(default_factory=LabelConfig)

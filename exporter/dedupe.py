@@ -1,11 +1,18 @@
 """The dedupe ledger: request ids seen inside a window, in bounded memory.
 
 Ids are kept as 64-bit blake2b digests (never the id itself), in one set for
-O(1) lookups plus one array per day of the record's own timestamp so that a
-whole day expires at once when it falls out of the window. The window moves
-with the newest timestamp seen, not the wall clock, so a replay of old logs
-dedupes exactly as the live sidecar did. Collision odds at a million ids:
-about 3e-8.
+O(1) lookups plus one array per hour of the record's own timestamp, in
+arrival order, so that an hour expires at once when it falls out of the
+window and the oldest ids can be evicted first. The window moves with the
+newest timestamp seen, not the wall clock, so a replay of old logs dedupes
+exactly as the live sidecar did.
+
+Memory is bounded by ``max_ids``: a set entry with its digest costs about
+90 bytes in CPython, so the default million ids hold about 90 MB. Past the
+cap the oldest ids are evicted (and counted): the window then covers less
+than ``window_days`` — at 1,000 requests/s a million ids cover about 17
+minutes, at 1 request/s 11 days. Size ``max_ids`` (and the pod's memory
+limit) from your traffic. Collision odds at a million ids: about 3e-8.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ from __future__ import annotations
 import hashlib
 from array import array
 
-DAY = 86_400
+BUCKET_SECONDS = 3_600
+DEFAULT_MAX_IDS = 1_000_000
 
 
 def digest(request_id: str) -> int:
@@ -22,13 +30,17 @@ def digest(request_id: str) -> int:
 
 
 class DedupeLedger:
-    def __init__(self, window_days: float = 40.0) -> None:
+    def __init__(self, window_days: float = 40.0, max_ids: int = DEFAULT_MAX_IDS) -> None:
         if window_days <= 0:
             raise ValueError("dedupe window must be positive")
+        if max_ids < 1:
+            raise ValueError("max_ids must be positive")
         self.window_days = window_days
+        self.max_ids = max_ids
+        self.evicted = 0  # ids forgotten early because of max_ids (not by the window)
         self._seen: set[int] = set()
-        self._days: dict[int, array[int]] = {}
-        self._newest_day = -1
+        self._buckets: dict[int, array[int]] = {}
+        self._newest_bucket = -1
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -39,41 +51,60 @@ class DedupeLedger:
         if key in self._seen:
             return True
         self._seen.add(key)
-        day = int(ts // DAY)
-        bucket = self._days.get(day)
+        hour = int(ts // BUCKET_SECONDS)
+        bucket = self._buckets.get(hour)
         if bucket is None:
-            bucket = self._days[day] = array("Q")
+            bucket = self._buckets[hour] = array("Q")
         bucket.append(key)
-        if day > self._newest_day:
-            self._newest_day = day
+        if hour > self._newest_bucket:
+            self._newest_bucket = hour
             self._expire()
+        if len(self._seen) > self.max_ids:
+            self._evict()
         return False
 
     def _expire(self) -> None:
-        oldest_kept = self._newest_day - int(self.window_days) - 1
-        for day in [d for d in self._days if d < oldest_kept]:
-            for key in self._days.pop(day):
-                self._seen.discard(key)
+        oldest_kept = self._newest_bucket - int(self.window_days * 86_400 // BUCKET_SECONDS) - 1
+        for hour in [h for h in self._buckets if h < oldest_kept]:
+            self._seen.difference_update(self._buckets.pop(hour))
+
+    def _evict(self) -> None:
+        """Forget the oldest ids (by record time, then arrival) down to 99% of the cap."""
+        excess = len(self._seen) - self.max_ids + max(1, self.max_ids // 100)
+        for hour in sorted(self._buckets):
+            if excess <= 0:
+                break
+            bucket = self._buckets[hour]
+            n = min(excess, len(bucket))
+            self._seen.difference_update(bucket[:n])
+            if n == len(bucket):
+                del self._buckets[hour]
+            else:
+                del bucket[:n]
+            excess -= n
+            self.evicted += n
 
     # --- checkpoint -------------------------------------------------------
     def to_state(self) -> dict[int, bytes]:
-        """Per-day digests as raw little-endian bytes (compact for the checkpoint)."""
+        """Per-hour digests as raw little-endian bytes (compact for the checkpoint)."""
         out: dict[int, bytes] = {}
-        for day, bucket in self._days.items():
-            data = array("Q", bucket)
-            if data.itemsize != 8:  # pragma: no cover - every CPython platform we run on
+        for hour, bucket in self._buckets.items():
+            if bucket.itemsize != 8:  # pragma: no cover - every CPython platform we run on
                 raise RuntimeError("unsigned long long is not 8 bytes here")
-            out[day] = data.tobytes()
+            out[hour] = bucket.tobytes()
         return out
 
     @classmethod
-    def from_state(cls, window_days: float, state: dict[int, bytes]) -> DedupeLedger:
-        ledger = cls(window_days)
-        for day, raw in state.items():
+    def from_state(cls, window_days: float, state: dict[int, bytes],
+                   max_ids: int = DEFAULT_MAX_IDS) -> DedupeLedger:
+        ledger = cls(window_days, max_ids)
+        for hour, raw in state.items():
             bucket = array("Q")
             bucket.frombytes(raw)
-            ledger._days[int(day)] = bucket
+            ledger._buckets[int(hour)] = bucket
             ledger._seen.update(bucket)
-            ledger._newest_day = max(ledger._newest_day, int(day))
+            ledger._newest_bucket = max(ledger._newest_bucket, int(hour))
         ledger._expire()
+        if len(ledger._seen) > ledger.max_ids:
+            ledger._evict()
         return ledger

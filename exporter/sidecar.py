@@ -46,7 +46,7 @@ CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
 PRICE_CHECK_SECONDS = 2.0
 
 
-def restore_state(loaded: Loaded, window_days: float) -> tuple[Aggregates, DedupeLedger]:
+def restore_state(loaded: Loaded, window_days: float, max_ids: int) -> tuple[Aggregates, DedupeLedger]:
     """Aggregates and ledger from a verified checkpoint; a malformed body is a CheckpointError.
 
     The sha256 rules out corruption, so a body that does not restore was written by
@@ -54,7 +54,7 @@ def restore_state(loaded: Loaded, window_days: float) -> tuple[Aggregates, Dedup
     (found by tests/fuzz, target checkpoint_state)."""
     try:
         return (Aggregates.from_state(loaded.body["aggregates"]),
-                DedupeLedger.from_state(window_days, loaded.blobs))
+                DedupeLedger.from_state(window_days, loaded.blobs, max_ids))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as exc:
         raise CheckpointError(f"{loaded.path}: checkpoint body does not restore "
                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
@@ -125,8 +125,8 @@ class Sidecar:
             raise CheckpointError(f"{loaded.path}: unknown checkpoint schema {body.get('schema')!r}")
         if loaded and loaded.skipped:
             log.warning("fell back to checkpoint %s: %s", loaded.path.name, "; ".join(loaded.skipped))
-        aggregates, ledger = (restore_state(loaded, config.dedupe_window_days) if loaded
-                              else (Aggregates(), DedupeLedger(config.dedupe_window_days)))
+        aggregates, ledger = (restore_state(loaded, config.dedupe_window_days, config.dedupe_max_ids) if loaded
+                              else (Aggregates(), DedupeLedger(config.dedupe_window_days, config.dedupe_max_ids)))
         labels = config.labels
         caps = LabelCaps(labels.max_models, labels.max_tenants, labels.max_methods, labels.max_components,
                          labels.tenant_allowlist, labels.model_allowlist)
@@ -384,6 +384,7 @@ class Sidecar:
             (P + "checkpoint_writes_total", (), self.health.checkpoint_writes),
             (P + "checkpoint_failures_total", (), self.health.checkpoint_failures),
             (P + "dedupe_ledger_ids", (), len(self.pipeline.ledger)),
+            (P + "dedupe_evicted_ids_total", (), self.pipeline.ledger.evicted),
             (P + "last_record_timestamp_seconds", (), self.pipeline.aggregates.newest_ts),
         ]
         for version in self.prices.versions:

@@ -603,7 +603,13 @@ def health() -> dict[str, Any]:
               "Replicas per exporter and Python version.",
               [Target('count by (version, python_version) (llm_savings_build_info{instance=~"$instance"})',
                       "{{version}} (Python {{python_version}})")],
-              w=24, h=5, unit="short"),
+              w=16, h=5, unit="short"),
+        Panel("stat", "Ids evicted by the dedupe cap (1h)",
+              "Request ids forgotten before the end of the window because dedupe_max_ids was reached: "
+              "duplicates older than the remaining ids would be counted again. Raise dedupe_max_ids "
+              "(about 90 bytes each) if this is not zero.",
+              [Target('sum(increase(llm_savings_dedupe_evicted_ids_total{instance=~"$instance"}[1h]))')],
+              w=8, h=5, unit_of="llm_savings_dedupe_evicted_ids_total"),
     ]
     return dashboard(
         "llm-savings-health", "LLM savings / Exporter health",

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from exporter.dedupe import DAY, DedupeLedger
+from exporter.dedupe import DedupeLedger
+
+DAY = 86_400
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
 from exporter.replay import replay_files
@@ -116,3 +118,22 @@ def test_unicode_and_surrogate_ids() -> None:
         "\udc80", T0
     )  # a lone surrogate (from a decoded object) must not raise
     assert ledger.seen_before("\udc80", T0)
+
+
+def test_max_ids_bounds_memory_by_evicting_the_oldest_first() -> None:
+    ledger = DedupeLedger(40, max_ids=1000)
+    for i in range(5000):
+        assert not ledger.seen_before(f"id-{i}", T0 + i)
+    assert len(ledger) <= 1000
+    assert ledger.evicted == 5000 - len(ledger)
+    assert ledger.seen_before("id-4999", T0 + 5000)  # the newest are remembered
+    assert not ledger.seen_before("id-0", T0 + 5000)  # the oldest were forgotten (and counted)
+
+
+def test_max_ids_holds_across_a_checkpoint() -> None:
+    ledger = DedupeLedger(40, max_ids=100_000)
+    for i in range(3000):
+        ledger.seen_before(f"id-{i}", T0 + i * 10)
+    restored = DedupeLedger.from_state(40, ledger.to_state(), max_ids=1000)
+    assert len(restored) <= 1000
+    assert restored.seen_before("id-2999", T0 + 30_000)

@@ -122,7 +122,7 @@ numbers. Only keys present in values are written; the loader defaults the rest.
 */}}
 {{- define "llm-savings-exporter.configYaml" -}}
 {{- $c := .Values.config }}
-{{- $ints := list "max_models" "max_tenants" "max_methods" "max_components" "month_retention" "max_line_bytes" "max_body_bytes" "queue_size" }}
+{{- $ints := list "max_models" "max_tenants" "max_methods" "max_components" "month_retention" "max_line_bytes" "max_body_bytes" "queue_size" "dedupe_max_ids" }}
 {{- $nums := list "dedupe_window_days" "checkpoint_interval_seconds" "poll_interval_seconds" "interval_seconds" }}
 {{- $sources := list }}
 {{- $srcValues := ternary .Values.standalone.sources $c.sources (eq .Values.mode "standalone") }}
@@ -147,7 +147,7 @@ numbers. Only keys present in values are written; the loader defaults the rest.
 {{- $_ := set $labels $k (ternary (int64 $v) $v (has $k $ints)) }}
 {{- end }}
 {{- $cfg := dict "schema" "llm-savings-config/v1" "listen" (printf "0.0.0.0:%d" (int .Values.ports.metrics)) "state_dir" (include "llm-savings-exporter.stateDir" .) "labels" $labels "sources" $sources "otlp" $otlp "otlp_push" $push }}
-{{- range $k := list "timezone" "dedupe_window_days" "checkpoint_interval_seconds" "month_retention" }}
+{{- range $k := list "timezone" "dedupe_window_days" "dedupe_max_ids" "checkpoint_interval_seconds" "month_retention" }}
 {{- if hasKey $c $k }}
 {{- $v := index $c $k }}
 {{- $_ := set $cfg $k (ternary (int64 $v) (ternary (float64 $v) $v (has $k $nums)) (has $k $ints)) }}
