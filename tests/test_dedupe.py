@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from exporter.dedupe import DedupeLedger
-
-DAY = 86_400
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
 from exporter.replay import replay_files
 
+DAY = 86_400
 PRICES = Path(__file__).parent / "fixtures" / "engine" / "prices_two_versions.yaml"
 T0 = 1793491200.0  # 2026-11-01T00:00:00Z
 
