@@ -47,6 +47,7 @@ REJECTION_REASONS = (
     "nul_bytes",
     "invalid_otlp",
     "expired_month",
+    "internal_error",
 )
 
 # Bounded set of flags on counted records (the `flag` label of records_flagged_total).

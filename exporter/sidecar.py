@@ -74,12 +74,19 @@ class SourceRunner:
         events = self.tailer.poll(max_lines)
         name = self.config.name
         for event in events:
-            if event.skipped is not None:
-                pipeline.reject(event.skipped, name)
-            elif self.decoder is not None:
-                pipeline.ingest_line(event.line, name, self.decoder)
-            else:
-                self._otlp_line(pipeline, event.line)
+            # The tailer's offsets already include this batch: one line that fails must
+            # not cost the lines after it, so a failure is contained and counted here.
+            try:
+                if event.skipped is not None:
+                    pipeline.reject(event.skipped, name)
+                elif self.decoder is not None:
+                    pipeline.ingest_line(event.line, name, self.decoder)
+                else:
+                    self._otlp_line(pipeline, event.line)
+            except Exception as exc:  # never the line's text in the log: type and place only
+                log.error("source %s: %s at %s offset %d; counted as internal_error",
+                          name, type(exc).__name__, event.path, event.offset)
+                pipeline.reject("internal_error", name)
         if events:
             self.last_record_wall = wall
         return len(events)

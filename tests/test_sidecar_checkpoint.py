@@ -103,3 +103,23 @@ def test_checkpoint_holds_no_prompt_text(tmp_path: Path) -> None:
     assert marker.encode() not in body
     for path in (tmp_path / "state").iterdir():
         assert marker.encode() not in path.read_bytes()
+
+
+def test_a_line_that_breaks_the_pipeline_costs_only_itself(tmp_path: Path) -> None:
+    _write(tmp_path, [record_line(i) for i in range(5)])
+    sidecar = _sidecar(tmp_path)
+    real = sidecar.pipeline.ingest_line
+    calls = {"n": 0}
+
+    def flaky(line: bytes, source: str = "replay", decoder: object = None) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("injected fault")
+        real(line, source, decoder)  # type: ignore[arg-type]
+
+    sidecar.pipeline.ingest_line = flaky  # type: ignore[method-assign]
+    drain(sidecar)
+    _close(sidecar)
+    assert requests_counted(sidecar) == 4
+    with sidecar.pipeline.lock:
+        assert sidecar.pipeline.aggregates.rejected == {("unknown", "internal_error"): 1}
