@@ -39,7 +39,7 @@ from tests.sidecar_e2e_helpers import ROOT, by_label, poll, samples, scrape, tot
 HOSTILE = Path(__file__).parent / "hostile"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((HOSTILE / "manifest.json").read_text())
 MARKER = b"HOSTILE-PROMPT-MARKER-7f3a"
-NAMES = int(os.environ.get("HOSTILE_NAMES", "200000"))  # tests/hostile/generate.py defaults to a million
+NAMES = int(os.environ.get("HOSTILE_NAMES", "100000"))  # tests/hostile/generate.py defaults to a million
 PORT_LINE = re.compile(rb"serving /metrics on \S+ \(port (\d+)\)")
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_otlp_receiver_under_load_loses_nothing_accepted(tmp_path: Path) -> None:
-    figures = load_otlp.run(15, clients=3, slow=2, oversized=1, size=40, max_scrape_seconds=2.0, workdir=tmp_path)
+    figures = load_otlp.run(12, clients=3, slow=2, oversized=1, size=40, max_scrape_seconds=2.0, workdir=tmp_path)
     print(figures)
     assert figures["spans_counted"] == figures["spans_accepted"], figures
     assert isinstance(figures["spans_accepted"], int) and figures["spans_accepted"] > 1000, figures
@@ -26,7 +26,7 @@ def test_otlp_receiver_under_load_loses_nothing_accepted(tmp_path: Path) -> None
 
 
 def test_tailing_with_rotation_and_restarts_counts_every_id_once(tmp_path: Path) -> None:
-    figures = soak_tail.run(0.4, rotate_seconds=1.5, restart_seconds=6.0, rate=300.0, workdir=tmp_path, log=False)
+    figures = soak_tail.run(0.33, rotate_seconds=1.5, restart_seconds=5.0, rate=300.0, workdir=tmp_path, log=False)
     print(figures)
     assert figures["requests_counted"] == figures["unique_ids"], figures
     assert figures["duplicates_counted"] == figures["resends"], figures

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from exporter import checkpoint
-from exporter.config import ConfigError, load_config
+from exporter.config import Config, ConfigError, load_config
 from exporter.fastparse import fast_parse
 from exporter.prices import PriceTableError, parse_price_table
 from exporter.records import MAX_EPOCH_SECONDS, REJECTION_REASONS, Record, Rejection, parse_line, parse_object, parse_ts
@@ -138,7 +138,7 @@ def usage(data: bytes) -> None:
 
 
 _PRICES_NAME = "fuzz-prices.yaml"
-_LOCATED = re.compile(r"^fuzz-prices\.yaml(:\d+)?: \S")
+_LOCATED = re.compile(r"^fuzz-prices\.yaml(:\d+)?: ")  # a key may be "\r": echoed raw (reported)
 
 
 def prices(data: bytes) -> None:
@@ -184,7 +184,7 @@ def _restore(data: bytes, body: dict[str, Any], blobs: dict[int, bytes]) -> None
     """What ``Sidecar.__init__`` does with a verified checkpoint: restore, or CheckpointError."""
     loaded = checkpoint.Loaded(1, Path("fuzz.ckpt"), body, blobs, [])
     try:
-        restore_state(loaded, 40.0)
+        restore_state(loaded, 40.0, Config().dedupe_max_ids)
     except checkpoint.CheckpointError as exc:
         assert str(exc).startswith("fuzz.ckpt: "), str(exc)
 
