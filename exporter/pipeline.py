@@ -11,6 +11,7 @@ sidecar's ingest loop holds ``lock`` while it feeds a batch).
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ from exporter.aggregate import (
     WRITE_1H,
     WRITE_5M,
     Aggregates,
+    CellKey,
 )
 from exporter.dedupe import DedupeLedger
 from exporter.labels import LabelCaps
@@ -44,6 +46,14 @@ from exporter.records import (
 UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
 UNATTRIBUTED = "unattributed"
+
+MAX_ROUTES = 50_000  # remembered routes; past this they are forgotten and worked out again
+
+# (month, price version index, model, provider, tenant, count_method, has a method label)
+RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
+# (cell key, unpriced key or None, unattributed components key, divergence keys compacted/untouched)
+Route = tuple[CellKey, tuple[str, str, str] | None, tuple[str, str, str, str, str], tuple[str, str, str, str],
+              tuple[str, str, str, str]]
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -160,23 +170,19 @@ class Pipeline:
         self.records_by_source[source] = self.records_by_source.get(source, 0) + 1
         if ts > agg.newest_ts:
             agg.newest_ts = ts
-        priced = self.prices.lookup(record.model, ts, record.provider)
-        caps = self.caps
-        if isinstance(priced, PricedModel):
-            rate_id = agg.rate_id(priced)
-            model = caps.model(priced.model)
-        else:
-            rate_id = UNPRICED
-            model = caps.model(record.model)
-            agg.count(agg.unpriced, (month, model, priced))
-        tenant = caps.tenant(record.tenant) if record.tenant is not None else UNSET_TENANT
         before, after = record.tokens_before, record.tokens_after
         has_savings = before is not None and after is not None
-        if has_savings or record.would_have_saved is not None:
-            method = self._method_label(record.count_method, priced)
-        else:
-            method = ""
-        cell_key = (month, model, tenant, method, rate_id)
+        labelled = has_savings or record.would_have_saved is not None  # only then has it a method label
+        if agg is not self._routes_for:  # routes hold rate ids into these aggregates' rate book
+            self._clear_routes(agg)
+        key = (month, bisect_right(self._version_starts, ts), record.model, record.provider, record.tenant,
+               record.count_method, labelled)
+        route = self._routes.get(key)
+        if route is None:
+            route = self._route(key, ts)
+        cell_key, unpriced, unattributed, compacted, untouched = route
+        if unpriced is not None:
+            agg.count(agg.unpriced, unpriced)
         cell = agg.cell(cell_key)
         agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
@@ -193,10 +199,12 @@ class Pipeline:
             assert before is not None and after is not None
             saved = before - after if before > after else 0
             cell[SAVED] += saved
-            self._attribute(month, model, tenant, method, saved, record.components)
+            if record.components:
+                self._attribute(cell_key, saved, record.components)
+            else:  # the common case of _attribute: all of it unattributed
+                agg.components[unattributed] = agg.components.get(unattributed, 0) + saved
             if usage is not None and record.count_method != "provider":
-                population = "compacted" if before > after else "untouched"
-                div_key = (month, model, method, population)
+                div_key = compacted if before > after else untouched
                 pair = agg.divergence.get(div_key)
                 if pair is None:
                     pair = agg.divergence[div_key] = [0, 0]
@@ -205,6 +213,51 @@ class Pipeline:
         for flag in record.flags:
             agg.count(agg.flagged, (month, flag))
         agg.generation += 1
+
+    # --- routes: where a record's figures go ---------------------------------
+    @property
+    def prices(self) -> PriceTable:
+        return self._prices
+
+    @prices.setter
+    def prices(self, table: PriceTable) -> None:
+        self._prices = table
+        self._version_starts = [version.effective_from for version in table.versions]
+        self._clear_routes()
+
+    def _clear_routes(self, aggregates: Aggregates | None = None) -> None:
+        self._routes: dict[RouteKey, Route] = {}
+        self._routes_for = aggregates
+
+    def _route(self, key: RouteKey, ts: float) -> Route:
+        """Price, rate id and labels of one route key (DESIGN.md §3-§4), remembered when that is exact.
+
+        Label caps only ever admit values, so a route whose labels all took or
+        held a slot gives the same labels next time with nothing to count; a
+        route where a cap folded a value into ``other`` is worked out again for
+        every record, so each one counts its overflow.
+        """
+        month, _version, record_model, provider, record_tenant, count_method, labelled = key
+        caps, agg = self.caps, self.aggregates
+        overflow = caps.model.overflow + caps.tenant.overflow + caps.method.overflow
+        priced = self._prices.lookup(record_model, ts, provider)
+        unpriced: tuple[str, str, str] | None = None
+        if isinstance(priced, PricedModel):
+            rate_id = agg.rate_id(priced)
+            model = caps.model(priced.model)
+        else:
+            rate_id = UNPRICED
+            model = caps.model(record_model)
+            unpriced = (month, model, priced)
+        tenant = caps.tenant(record_tenant) if record_tenant is not None else UNSET_TENANT
+        method = self._method_label(count_method, priced) if labelled else ""
+        route = ((month, model, tenant, method, rate_id), unpriced, (month, model, tenant, method, UNATTRIBUTED),
+                 (month, model, method, "compacted"), (month, model, method, "untouched"))
+        if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
+            if len(self._routes) >= MAX_ROUTES:
+                self._routes.clear()
+            self._routes[key] = route
+        return route
 
     def _method_label(self, method: str | None, priced: PricedModel | str) -> str:
         """The ``method`` label; methods that carry a factor are never folded into ``other``.
@@ -221,11 +274,10 @@ class Pipeline:
             return method
         return self.caps.method(method)
 
-    def _attribute(
-        self, month: str, model: str, tenant: str, method: str, saved: int, components: tuple[tuple[str, int], ...]
-    ) -> None:
+    def _attribute(self, cell_key: CellKey, saved: int, components: tuple[tuple[str, int], ...]) -> None:
         """Split a saving over its components; the remainder is ``unattributed``."""
         agg = self.aggregates
+        month, model, tenant, method, _rate_id = cell_key
         remaining = saved
         exceeded = False
         for name, tokens in components:
