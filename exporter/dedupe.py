@@ -24,9 +24,13 @@ BUCKET_SECONDS = 3_600
 DEFAULT_MAX_IDS = 1_000_000
 
 
+_blake2b = hashlib.blake2b
+_from_bytes = int.from_bytes
+
+
 def digest(request_id: str) -> int:
-    return int.from_bytes(hashlib.blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little")
+    """The id's 64-bit key: stable across processes and versions (checkpoints hold these)."""
+    return _from_bytes(_blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
 class DedupeLedger:
@@ -47,10 +51,12 @@ class DedupeLedger:
 
     def seen_before(self, request_id: str, ts: float) -> bool:
         """True when ``request_id`` was already recorded; records it otherwise."""
-        key = digest(request_id)
-        if key in self._seen:
+        # digest(request_id), inlined: this runs for every record
+        key = _from_bytes(_blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        seen = self._seen
+        if key in seen:
             return True
-        self._seen.add(key)
+        seen.add(key)
         hour = int(ts // BUCKET_SECONDS)
         bucket = self._buckets.get(hour)
         if bucket is None:
@@ -59,7 +65,7 @@ class DedupeLedger:
         if hour > self._newest_bucket:
             self._newest_bucket = hour
             self._expire()
-        if len(self._seen) > self.max_ids:
+        if len(seen) > self.max_ids:
             self._evict()
         return False
 
