@@ -102,12 +102,14 @@ class Exposition:
         self._sums: dict[str, dict[Labels, float | int]] = {}
         self._members: dict[tuple[str, Labels], list[CellKey]] = {}
         self._cell_series: dict[CellKey, list[tuple[str, Labels]]] = {}
+        self._dollars: dict[CellKey, dict[str, float]] = {}  # per cell, until the cell changes
         self._aggregates_id = 0
 
     def reset(self) -> None:
         self._sums.clear()
         self._members.clear()
         self._cell_series.clear()
+        self._dollars.clear()
 
     def _series_of(self, agg: Aggregates, key: CellKey) -> list[tuple[str, Labels]]:
         """The summed series a cell contributes to (fixed for the cell's lifetime)."""
@@ -146,14 +148,17 @@ class Exposition:
             return cell[_TIER_INDEX[_TIERS.index(labels[3])]]
         if short == "would_have_saved_tokens_total":
             return cell[WOULD_SAVE]
-        dollars = cell_dollars(cell, agg.rate_book[key[4]], key[3])
-        return {
-            "spend_usd_total": dollars.spend,
-            "cache_read_savings_usd_total": dollars.cache_read_savings,
-            "cache_write_premium_usd_total": dollars.cache_write_premium,
-            "usd_saved_total": dollars.usd_saved,
-            "would_have_saved_usd_total": dollars.would_have_saved,
-        }[short]
+        by_metric = self._dollars.get(key)
+        if by_metric is None:  # one cell_dollars per changed cell, not one per dollar series
+            dollars = cell_dollars(cell, agg.rate_book[key[4]], key[3])
+            by_metric = self._dollars[key] = {
+                "spend_usd_total": dollars.spend,
+                "cache_read_savings_usd_total": dollars.cache_read_savings,
+                "cache_write_premium_usd_total": dollars.cache_write_premium,
+                "usd_saved_total": dollars.usd_saved,
+                "would_have_saved_usd_total": dollars.would_have_saved,
+            }
+        return by_metric[short]
 
     def _update_sums(self, agg: Aggregates) -> None:
         if id(agg) != self._aggregates_id or agg.dirty_all:
@@ -168,6 +173,7 @@ class Exposition:
         # process (set order of str tuples changes with PYTHONHASHSEED)
         touched: dict[tuple[str, Labels], None] = {}
         for key in dirty:
+            self._dollars.pop(key, None)
             if key in agg.cells:
                 touched.update(dict.fromkeys(self._series_of(agg, key)))
         for metric, labels in touched:
