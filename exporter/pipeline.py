@@ -183,7 +183,7 @@ class Pipeline:
         cell_key, unpriced, unattributed, compacted, untouched = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
-        cell = agg.cell(cell_key)
+        cell = agg.cells.get(cell_key) or agg.cell(cell_key)
         agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
         usage = record.usage
