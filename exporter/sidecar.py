@@ -32,7 +32,7 @@ from exporter.aggregate import Aggregates
 from exporter.checkpoint import CheckpointError, CheckpointStore, Loaded
 from exporter.config import ENV_BEARER_TOKEN, Config, ConfigError, SourceConfig, load_config, parse_listen
 from exporter.decoders import LazyTextCounter, LineDecoder, make_line_decoder
-from exporter.dedupe import DedupeLedger
+from exporter.dedupe import DEFAULT_MAX_IDS, DedupeLedger
 from exporter.exposition import Exposition, HealthSample, render_for
 from exporter.labels import LabelCaps
 from exporter.pipeline import Pipeline
@@ -46,7 +46,8 @@ CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
 PRICE_CHECK_SECONDS = 2.0
 
 
-def restore_state(loaded: Loaded, window_days: float, max_ids: int) -> tuple[Aggregates, DedupeLedger]:
+def restore_state(loaded: Loaded, window_days: float,
+                  max_ids: int = DEFAULT_MAX_IDS) -> tuple[Aggregates, DedupeLedger]:
     """Aggregates and ledger from a verified checkpoint; a malformed body is a CheckpointError.
 
     The sha256 rules out corruption, so a body that does not restore was written by
