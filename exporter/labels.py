@@ -1,8 +1,8 @@
 """Label caps: bounded cardinality for values that come from the input.
 
 Model names, tenants, count methods and component names come from logs that
-anyone can write; each gets a cap. Past the cap (or outside an allow-list, or
-longer than a label should ever be) a value becomes ``other`` and the
+anyone can write; each gets a cap. Past the cap (or outside an allow-list,
+longer than a label should ever be, or holding control characters) a value becomes ``other`` and the
 overflow is counted, so a flood of distinct names cannot blow up Prometheus.
 """
 
@@ -29,6 +29,7 @@ class LabelCap:
             len(value) > MAX_LABEL_LENGTH
             or (self.allowlist and value not in self.allowlist)
             or len(self.values) >= self.max_values
+            or not value.isprintable()  # control characters (NUL, CR, LF...) never reach a label
         ):
             self.overflow += 1
             return OTHER

@@ -136,3 +136,12 @@ def test_max_ids_holds_across_a_checkpoint() -> None:
     restored = DedupeLedger.from_state(40, ledger.to_state(), max_ids=1000)
     assert len(restored) <= 1000
     assert restored.seen_before("id-2999", T0 + 30_000)
+
+
+def test_label_values_with_control_characters_become_other() -> None:
+    from exporter.labels import LabelCap
+
+    cap = LabelCap("tenant", 10)
+    assert cap("a\u0000b") == "other" and cap("x\ry") == "other" and cap("line\nbreak") == "other"
+    assert cap("team-é") == "team-é"  # printable non-ASCII is fine
+    assert cap.overflow == 3
