@@ -24,7 +24,8 @@ def format_path(path: Path) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            # a key with control characters is quoted: an error message must not forge log lines
+            out += ("." if out else "") + (part if part.isprintable() and part.strip() == part else repr(part))
     return out or "(top level)"
 
 
