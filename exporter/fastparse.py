@@ -225,8 +225,14 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
     """A ``Record`` (built by ``make_record``) for an ordinary valid line, else None."""
     try:
         raw = _DECODER.decode(line)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None  # the reference path names the reason (deep nesting: invalid_json)
+    if not line.isascii():
+        # msgspec skips unknown keys without checking their UTF-8; the reference rejects it
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     if (raw.text_before is not UNSET or raw.text_after is not UNSET or raw.messages_before is not UNSET
             or raw.messages_after is not UNSET):
         return None

@@ -153,18 +153,12 @@ def test_large_hostile_input_is_bounded_in_memory_and_time(label: str) -> None:
     assert elapsed < 5.0, f"{label}: {elapsed:.1f} s"
 
 
-@pytest.mark.xfail(strict=True, reason="open: exporter/fastparse.py takes lines with invalid UTF-8 that msgspec "
-                   "skips (an unknown key); the reference rejects them invalid_utf8. Remove this marker and set "
-                   "tests/fuzz/targets.OPEN_FAST_PATH_UTF8 = False once fixed.")
 def test_fast_path_refuses_invalid_utf8() -> None:
     line = (targets.REGRESSIONS / "records_line-fastpath-utf8.bin").read_bytes()
     result = parse_line(line)
     assert isinstance(result, Rejection) and result.reason == "invalid_utf8", result
 
 
-@pytest.mark.xfail(strict=True, reason="open: exporter/fastparse.py lets msgspec's RecursionError out of parse_line "
-                   "on ~50k nested objects (Pipeline.ingest_line contains it). Remove this marker and set "
-                   "tests/fuzz/targets.OPEN_FAST_PATH_RECURSION = False once fixed.")
 def test_fast_path_survives_deep_nesting() -> None:
     line = (targets.REGRESSIONS / "records_line-deep-unknown-key.bin").read_bytes()
     result = parse_line(line)
