@@ -175,31 +175,28 @@ Profiled on 2026-11-30 with py-spy
 tests/fixtures/engine/prices_two_versions.yaml <100,000 of the benchmark's records>`; `python
 tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
 
-- **Ingest vs mtail.** Of the time inside `replay_files`: decoding and parsing the record 36 %
-  (`fast_parse` 34 %: usage normalisation 12 %, timestamp parsing 8 %, dataclass construction 8 %),
-  the dedupe ledger 14 % (its blake2b digest alone 8 %), price lookup and rate id 7 % (hashing the
-  frozen `PricedModel` on every record about 2 %), saving attribution and the method label 10 %,
-  and `Pipeline.apply`'s own bookkeeping about 20 %. Process start (the CLI imports every subcommand
-  module) costs about 0.5 CPU-s, a few per cent at 1M records. That is roughly 20-25 us of CPU per
-  record against about 2 us for the bare decode, and mtail spends about 20 us of CPU per line (on
-  two threads, which on a loaded machine also buys it a larger share of the cores: compare the wall
-  ratio with the CPU ratio in the notes). The note of the mtail row gives the other bound: how fast
-  the bare `orjson.loads` loop runs next to mtail, and so what share of mtail's time is left for the
-  whole arithmetic after decoding if ours is to lead by 3x; today ours spends more after decoding
-  than mtail spends in all. What would move the figure: far less Python work per record (the
-  replay path is being optimised by another engineer as this is written) and replaying disjoint
-  files or chunks in parallel processes.
+- **Ingest vs mtail.** After the replay optimisation (typed msgspec usage structs, a timestamp fast
+  path, remembered price/label routes in `Pipeline.apply`) a record costs about 58k instructions
+  (callgrind; it was 102k) against about 11k for a typed decode alone. Where the rest goes
+  (cProfile, 1M records): `Pipeline.apply` bookkeeping (the largest share: tuple hashing of freshly
+  decoded strings, eight integer updates per cell, component attribution), the dedupe digest
+  (blake2b, about 1 us per record; xxhash would be about 0.1 us but changes the checkpointed
+  digests), and the call layers from `replay_files` down to `apply`. mtail's program does none of
+  the arithmetic (one regexp per line); ours now matches or beats it per CPU-second, and a 3x lead
+  would need the whole arithmetic after decoding to cost about a quarter of mtail's time. What would
+  move it further: batching the aggregate updates, a cheaper digest, fewer call layers, and
+  replaying disjoint files in parallel processes.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
   of raw tiktoken.
 - **Memory over an hour-equivalent.** Everything but the dedupe ledger stays flat (series and label
-  caches are bounded by the label caps). The ledger keeps every request id of the last 40 days by
-  design, as a Python set of 64-bit ints plus a per-day `array('Q')`: 90-130 bytes per id, so 3.6M
-  ids alone pass 200 MB; at 1,000 requests/s a 40-day window would hold 3.5 billion ids. Bounding it
-  needs a denser structure (per-day sorted `array('Q')` with binary search, or an open-addressing
-  table in one bytearray: 8-16 bytes per id), a cap on ids with a counted overflow, or a shorter
-  window.
+  caches are bounded by the label caps). The ledger costs about 90 bytes per request id (a Python
+  set of 64-bit digests plus hourly `array('Q')` buckets) and is bounded by `dedupe_max_ids`
+  (default 1,000,000): past it the oldest ids are evicted first and counted in
+  `llm_savings_dedupe_evicted_ids_total`, so RSS levels off (see the samples) at the price of a
+  shorter effective window at high request rates. A denser structure (8-16 bytes per id) would
+  let the same memory hold a longer window.
 - **Cold scrape.** The first scrape after a start or a restore builds every series' label text and
   sum; later scrapes re-sum only the cells the pipeline marked dirty. The 1/5 target is checked in
   steady state; the cold figure is shown for what it is.
