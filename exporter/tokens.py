@@ -378,7 +378,7 @@ class TokenCounter:
         provider_encodings: Mapping[str, str] | None = None,
         default_encoding: str = DEFAULT_ENCODING,
         cache_entries: int = 32768,
-        cache_min_chars: int = 64,
+        cache_min_chars: int = 256,
     ) -> None:
         if cache_entries < 0:
             raise ValueError("cache_entries must be >= 0")
