@@ -271,6 +271,11 @@ def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Reje
     fast = fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS)  # None for text to count, and anything unusual
     if fast is not None:
         return fast  # type: ignore[no-any-return]
+    return parse_line_reference(line, counter)
+
+
+def parse_line_reference(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
+    """``parse_line`` without the fast path: the reference the fast path is tested against."""
     if line.startswith(_BOM):
         line = line[3:]
     if not line.strip():
@@ -292,6 +297,7 @@ __all__ = [
     "Rejection",
     "TextCounter",
     "parse_line",
+    "parse_line_reference",
     "parse_object",
     "parse_ts",
 ]

@@ -317,6 +317,15 @@ class BatchResult:
         self.rejected[outcome.reason] += 1
         self.rejections.append((outcome.reason, outcome.ts))
 
+    def add(self, outcome: Mapped | Ignored | Rejected) -> None:
+        """Record one span's outcome."""
+        if isinstance(outcome, Mapped):
+            self.records.append(outcome.record)
+        elif isinstance(outcome, Ignored):
+            self.ignored[outcome.reason] += 1
+        else:
+            self.reject(outcome)
+
     @property
     def rejected_count(self) -> int:
         return sum(self.rejected.values())
@@ -573,13 +582,7 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
     """Map every span of a request; rejections and ignores counted by reason."""
     result = BatchResult()
     for span in spans:
-        outcome = map_span(span, options)
-        if isinstance(outcome, Mapped):
-            result.records.append(outcome.record)
-        elif isinstance(outcome, Ignored):
-            result.ignored[outcome.reason] += 1
-        else:
-            result.reject(outcome)
+        result.add(map_span(span, options))
     return result
 
 
@@ -793,12 +796,7 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
                 outcome = _json_span(
                     span, resource, scope_name if isinstance(scope_name, str) else "", opts
                 )
-                if isinstance(outcome, Mapped):
-                    result.records.append(outcome.record)
-                elif isinstance(outcome, Ignored):
-                    result.ignored[outcome.reason] += 1
-                else:
-                    result.reject(outcome)
+                result.add(outcome)
     return result, total
 
 

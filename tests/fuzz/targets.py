@@ -39,7 +39,16 @@ from exporter import checkpoint
 from exporter.config import Config, ConfigError, load_config
 from exporter.fastparse import fast_parse
 from exporter.prices import PriceTableError, parse_price_table
-from exporter.records import MAX_EPOCH_SECONDS, REJECTION_REASONS, Record, Rejection, parse_line, parse_object, parse_ts
+from exporter.records import (
+    MAX_EPOCH_SECONDS,
+    REJECTION_REASONS,
+    Record,
+    Rejection,
+    parse_line,
+    parse_line_reference,
+    parse_object,
+    parse_ts,
+)
 from exporter.sidecar import restore_state
 from exporter.sources.otlp_file import records_from_otlp_json_line
 from exporter.sources.otlp_mapping import (
@@ -57,30 +66,8 @@ from exporter.usage import Usage, UsageError, normalise_usage
 
 Target = Callable[[bytes], None]
 COUNT_REASONS = ("invalid_count", "invalid_usage", "inconsistent_usage")
-# Found by this fuzzer: msgspec (the fast path) does not validate the UTF-8 of keys and values
-# it skips, so a line with invalid UTF-8 in an unknown key is counted, while the reference
-# path rejects the same line as invalid_utf8. Tolerated here (exporter/fastparse.py is being
-# reworked by its owner) and pinned by a strict xfail; set False once fixed.
-OPEN_FAST_PATH_UTF8 = False
-# Found by tests/test_hostile_corpus.py: msgspec raises RecursionError on ~50k nested objects under
-# an unknown key, out of parse_line. Pipeline.ingest_line now turns it into invalid_json (it cost
-# every other line of the tailer's batch before); parse_line itself still raises (strict xfail).
-OPEN_FAST_PATH_RECURSION = False
-_BOM = b"\xef\xbb\xbf"
-
-
-def _reference_parse(line: bytes) -> Record | Rejection | None:
-    """``parse_line`` without its fast path: the reference the fast path must equal."""
-    if line.startswith(_BOM):
-        line = line[3:]
-    if not line.strip():
-        return None
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        reason = "invalid_utf8" if "utf-8" in str(exc).lower() else "invalid_json"
-        return Rejection(reason, "")
-    return parse_object(obj)
+# Both found by this fuzzer and the hostile corpus, both fixed in exporter/fastparse.py: msgspec
+# skipped the UTF-8 check of unknown keys, and raised RecursionError on deep nesting.
 
 
 def _check_record(record: Record) -> None:
@@ -100,12 +87,7 @@ def _check_usage(usage: Usage) -> None:
 
 def records_line(data: bytes) -> None:
     """Both parsing paths: ``parse_line`` (fast path first) and the reference path."""
-    try:
-        result = parse_line(data)
-    except RecursionError:  # open bug, see test_fuzz_targets.py::test_fast_path_survives_deep_nesting
-        if not OPEN_FAST_PATH_RECURSION:
-            raise
-        return
+    result = parse_line(data)
     assert result is None or isinstance(result, Record | Rejection), type(result)
     if isinstance(result, Rejection):
         assert result.reason in REJECTION_REASONS, result.reason
@@ -113,10 +95,8 @@ def records_line(data: bytes) -> None:
     elif isinstance(result, Record):
         _check_record(result)
     fast = fast_parse(data, Record, parse_ts, MAX_EPOCH_SECONDS)
-    reference = _reference_parse(data)
+    reference = parse_line_reference(data)
     if fast is not None:  # the fast path may only take lines the reference accepts identically
-        if OPEN_FAST_PATH_UTF8 and isinstance(reference, Rejection) and reference.reason == "invalid_utf8":
-            return  # open bug, see test_fuzz_targets.py::test_fast_path_refuses_invalid_utf8 (strict xfail)
         assert fast == reference, (fast, reference)
     elif isinstance(reference, Rejection) and isinstance(result, Rejection):
         assert result.reason == reference.reason
