@@ -75,9 +75,9 @@ def build_meter_provider(take_snapshot: Callable[[], Snapshot], exporter: Metric
 
 def snapshot_of(sidecar: Any) -> Snapshot:
     """Every series of the sidecar's catalog families, as OTel attributes and values."""
-    health = sidecar.health_samples()
     out: Snapshot = {}
     with sidecar.pipeline.lock:
+        health = sidecar.health_samples()
         for family, series in sidecar.exposition.series(sidecar.pipeline.aggregates, health):
             names = family.spec.labels
             out[family.spec.name] = [

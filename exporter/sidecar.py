@@ -373,8 +373,8 @@ class Sidecar:
         return True, "ready"
 
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
-        health = self.health_samples()
-        with self.pipeline.lock:
+        with self.pipeline.lock:  # health and aggregates of the same instant: one consistent scrape
+            health = self.health_samples()
             return render_for(accept, self.exposition, self.pipeline.aggregates, health)
 
     def summary(self) -> dict[str, Any]:

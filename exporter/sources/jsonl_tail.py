@@ -63,7 +63,10 @@ Semantics (the contract the tests hold us to)
   whose full head equals a followed file's head is a copy of a live file and
   is never read (until that file is truncated). A new file too short to
   tell (empty, or a prefix of a known head) waits up to ``copy_settle``
-  seconds, then is read from 0.
+  seconds, then is read from 0. Known window: when several copy, truncate
+  and regrow rounds happen between two polls, a copy can fail to match and be
+  read again; its lines are then counted as duplicates (the request-id
+  ledger keeps the totals exact), never as new requests.
 * **NUL bytes.** A writer without O_APPEND keeps writing at its old offset
   after a copytruncate, leaving a run of NULs (a sparse hole) before its
   next line. NUL runs at the start of a line are skipped and counted, never
