@@ -14,9 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
-from exporter.records import Record, Rejection, TextCounter, parse_line, parse_object
+from exporter.records import Record, Rejection, TextCounter, decode_json_line, parse_line, parse_object
 
 FORMATS = ("canonical", "litellm", "mapping", "auto")
 
@@ -57,13 +55,7 @@ class LineDecoder:
     def __call__(self, line: bytes) -> Record | Rejection | None:
         if self._to_canonical is None:
             return parse_line(line, self.counter)
-        if not line.strip():
-            return None
-        try:
-            obj = orjson.loads(line.removeprefix(b"\xef\xbb\xbf"))
-        except orjson.JSONDecodeError:
-            return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
-        return self.decode_object(obj)
+        return decode_json_line(line, self.decode_object)
 
     def decode_object(self, obj: Any) -> Record | Rejection:
         if self._to_canonical is not None:

@@ -19,7 +19,7 @@ Choices where the contract is silent, written down:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -276,6 +276,13 @@ def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Reje
 
 def parse_line_reference(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
     """``parse_line`` without the fast path: the reference the fast path is tested against."""
+    return decode_json_line(line, lambda obj: parse_object(obj, counter))
+
+
+def decode_json_line(line: bytes, decode: Callable[[Any], Record | Rejection]) -> Record | Rejection | None:
+    """The rules every JSON-lines format shares: a leading BOM is dropped, a blank line is no
+    record, undecodable bytes are ``invalid_utf8`` and anything else unparsable ``invalid_json``;
+    the decoded value goes to ``decode``."""
     if line.startswith(_BOM):
         line = line[3:]
     if not line.strip():
@@ -286,7 +293,7 @@ def parse_line_reference(line: bytes, counter: TextCounter | None = None) -> Rec
         if "utf-8" in str(exc).lower():
             return Rejection("invalid_utf8", "line is not valid UTF-8")
         return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
-    return parse_object(obj, counter)
+    return decode(obj)
 
 
 __all__ = [
@@ -296,6 +303,7 @@ __all__ = [
     "Record",
     "Rejection",
     "TextCounter",
+    "decode_json_line",
     "parse_line",
     "parse_line_reference",
     "parse_object",
