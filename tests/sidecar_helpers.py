@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +57,3 @@ def drain(sidecar: Sidecar, rounds: int = 50) -> None:
         idle = idle + 1 if sidecar.ingest_once() == 0 else 0
         if idle >= 2:
             return
-
-
-def shuffled(n: int, seed: int) -> list[int]:
-    order = list(range(n))
-    random.Random(seed).shuffle(order)
-    return order

@@ -9,6 +9,7 @@ from pathlib import Path
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 
 from exporter.sidecar import Sidecar
+from tests.sidecar_e2e_helpers import poll
 from tests.sidecar_helpers import NOV, WALL, make_config, record_line, requests_counted
 
 
@@ -28,11 +29,7 @@ def test_endpoints(tmp_path: Path) -> None:
     sidecar.start()
     base = f"http://127.0.0.1:{sidecar.port}"
     try:
-        for _ in range(200):  # poll with a deadline: the ingest thread counts the file
-            if requests_counted(sidecar) == 12:
-                break
-            sidecar._stop.wait(0.05)
-        assert requests_counted(sidecar) == 12
+        poll(lambda: requests_counted(sidecar) == 12 or None, 10, "12 requests counted")
         status, ctype, body = _get(base + "/metrics")
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
         assert b'llm_savings_requests_total{month="2026-11"' in body
