@@ -139,6 +139,33 @@ class Aggregates:
         self.dirty_all = True
         return len(before - set(self.months()))
 
+    def add(self, other: Aggregates) -> None:
+        """Add ``other``'s counts to these (parallel replay of disjoint parts of the input).
+
+        Sums are integers, so adding parts gives exactly the counts of one pass over
+        the whole when the parts were counted independently (no id in two parts,
+        no label cap reached: ``replay_parallel`` checks both). Rate ids are
+        renumbered into this rate book.
+        """
+        rate_ids = [self.rate_id(rates) for rates in other.rate_book]
+        for (month, model, tenant, method, rate), cell in other.cells.items():
+            mine = self.cell((month, model, tenant, method, rate_ids[rate] if rate != UNPRICED else UNPRICED))
+            for index, value in enumerate(cell):
+                mine[index] += value
+        for key, (counted, provider) in other.divergence.items():
+            pair = self.divergence.setdefault(key, [0, 0])
+            pair[0] += counted
+            pair[1] += provider
+        tables: tuple[tuple[dict[Any, int], dict[Any, int]], ...] = (
+            (self.components, other.components), (self.unpriced, other.unpriced),
+            (self.duplicates, other.duplicates), (self.rejected, other.rejected), (self.flagged, other.flagged))
+        for mine_table, theirs in tables:
+            for key, value in theirs.items():
+                mine_table[key] = mine_table.get(key, 0) + value
+        self.newest_ts = max(self.newest_ts, other.newest_ts)
+        self.generation += 1
+        self.dirty_all = True
+
     def priced_cells(self) -> Iterator[tuple[CellKey, list[int], PricedModel | None]]:
         for key, cell in self.cells.items():
             yield key, cell, (self.rate_book[key[4]] if key[4] != UNPRICED else None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from exporter.records import Record, Rejection, TextCounter, decode_json_line, parse_line, parse_object
@@ -45,17 +46,23 @@ class LazyTextCounter:
 
 
 class LineDecoder:
-    """Callable bytes -> Record | Rejection | None, with the text counter it uses."""
+    """Callable bytes -> Record | Rejection | None, with the text counter it uses.
+
+    Sources that feed many lines pass ``decode_line`` itself to the pipeline:
+    for canonical records it is ``parse_line`` bound to the counter (one call
+    layer less per line than calling this object).
+    """
 
     def __init__(self, name: str, to_canonical: Callable[[Any], Any] | None, counter: TextCounter) -> None:
         self.name = name
         self.counter = counter
         self._to_canonical = to_canonical
+        self.decode_line: Callable[[bytes], Record | Rejection | None] = (
+            partial(parse_line, counter=counter) if to_canonical is None
+            else partial(decode_json_line, decode=self.decode_object))
 
     def __call__(self, line: bytes) -> Record | Rejection | None:
-        if self._to_canonical is None:
-            return parse_line(line, self.counter)
-        return decode_json_line(line, self.decode_object)
+        return self.decode_line(line)
 
     def decode_object(self, obj: Any) -> Record | Rejection:
         if self._to_canonical is not None:

@@ -254,7 +254,14 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         except _Unusual:
             return None
         unknown_shape = usage is None
-    request_id = _label(raw.request_id)
+    # labels: a non-empty string (nearly always) as is; "" is absent; an integer id is its text
+    request_id, provider, tenant = raw.request_id, raw.provider, raw.tenant
+    if type(request_id) is not str or not request_id:
+        request_id = _label(request_id)
+    if type(provider) is not str or not provider:
+        provider = _label(provider)
+    if type(tenant) is not str or not tenant:
+        tenant = _label(tenant)
     before, after = raw.tokens_before, raw.tokens_after
     components = tuple([(c.name, c.tokens_saved) for c in raw.components]) if raw.components else ()
     incomplete = (before is None or after is None) and (before is not None or after is not None or bool(components))
@@ -267,8 +274,8 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         ts,
         request_id,
         raw.model,
-        _label(raw.provider),
-        _label(raw.tenant),
+        provider,
+        tenant,
         before,
         after,
         raw.count_method,

@@ -11,7 +11,7 @@ sidecar's ingest loop holds ``lock`` while it feeds a batch).
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -47,13 +47,14 @@ UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
 UNATTRIBUTED = "unattributed"
 
-MAX_ROUTES = 50_000  # remembered routes; past this they are forgotten and worked out again
+MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
+SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
 # (month, price version index, model, provider, tenant, count_method, has a method label)
 RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
-# (cell key, unpriced key or None, unattributed components key, divergence keys compacted/untouched)
-Route = tuple[CellKey, tuple[str, str, str] | None, tuple[str, str, str, str, str], tuple[str, str, str, str],
-              tuple[str, str, str, str]]
+# (cell, its key, unpriced key or None, unattributed components key, divergence keys compacted/untouched)
+Route = tuple[list[int], CellKey, tuple[str, str, str] | None, tuple[str, str, str, str, str],
+              tuple[str, str, str, str], tuple[str, str, str, str]]
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -131,7 +132,9 @@ class Pipeline:
             result = decoder(line) if decoder is not None else parse_line(line, self.counter)
         except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
             result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
-        if result is not None:
+        if type(result) is Record:  # the common case first: one call less per line
+            self.apply(result, source)
+        elif result is not None:
             self._consume(result, source)
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
@@ -159,31 +162,35 @@ class Pipeline:
     def apply(self, record: Record, source: str = "replay") -> None:
         agg = self.aggregates
         ts = record.ts
-        month = self.month_of(ts)
+        slot = self._slots.get(ts // SLOT_SECONDS)
+        if slot is None:
+            slot = self._slot(ts)
+        month, version = slot
         if self.oldest_month is not None and month < self.oldest_month:
             # its own month is no longer published: count it where it stays visible
             agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
             return
-        if record.request_id is not None and self.ledger.seen_before(record.request_id, ts):
+        request_id = record.request_id
+        if request_id is not None and self.ledger.seen_before(request_id, ts):
             agg.count(agg.duplicates, month)
             return
-        self.records_by_source[source] = self.records_by_source.get(source, 0) + 1
+        by_source = self.records_by_source
+        by_source[source] = by_source.get(source, 0) + 1
         if ts > agg.newest_ts:
             agg.newest_ts = ts
-        before, after = record.tokens_before, record.tokens_after
+        before, after, would_save = record.tokens_before, record.tokens_after, record.would_have_saved
         has_savings = before is not None and after is not None
-        labelled = has_savings or record.would_have_saved is not None  # only then has it a method label
-        if agg is not self._routes_for:  # routes hold rate ids into these aggregates' rate book
+        if agg.cells is not self._routes_cells:  # routes hold cells and rate ids of these aggregates
             self._clear_routes(agg)
-        key = (month, bisect_right(self._version_starts, ts), record.model, record.provider, record.tenant,
-               record.count_method, labelled)
+        # labelled (the last item): only records with savings or shadow figures have a method label
+        key = (month, version, record.model, record.provider, record.tenant, record.count_method,
+               has_savings or would_save is not None)
         route = self._routes.get(key)
         if route is None:
             route = self._route(key, ts)
-        cell_key, unpriced, unattributed, compacted, untouched = route
+        cell, cell_key, unpriced, unattributed, compacted, untouched = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
-        cell = agg.cells.get(cell_key) or agg.cell(cell_key)
         agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
         usage = record.usage
@@ -193,8 +200,8 @@ class Pipeline:
             cell[WRITE_5M] += usage.cache_write_5m
             cell[WRITE_1H] += usage.cache_write_1h
             cell[OUTPUT] += usage.output
-        if record.would_have_saved is not None:
-            cell[WOULD_SAVE] += record.would_have_saved
+        if would_save is not None:
+            cell[WOULD_SAVE] += would_save
         if has_savings:
             assert before is not None and after is not None
             saved = before - after if before > after else 0
@@ -202,16 +209,18 @@ class Pipeline:
             if record.components:
                 self._attribute(cell_key, saved, record.components)
             else:  # the common case of _attribute: all of it unattributed
-                agg.components[unattributed] = agg.components.get(unattributed, 0) + saved
+                components = agg.components
+                components[unattributed] = components.get(unattributed, 0) + saved
             if usage is not None and record.count_method != "provider":
-                div_key = compacted if before > after else untouched
+                div_key = compacted if saved else untouched
                 pair = agg.divergence.get(div_key)
                 if pair is None:
                     pair = agg.divergence[div_key] = [0, 0]
                 pair[0] += after
-                pair[1] += usage.prompt_tokens
-        for flag in record.flags:
-            agg.count(agg.flagged, (month, flag))
+                pair[1] += usage.fresh_input + usage.cache_read + usage.cache_write_5m + usage.cache_write_1h
+        if record.flags:
+            for flag in record.flags:
+                agg.count(agg.flagged, (month, flag))
         agg.generation += 1
 
     # --- routes: where a record's figures go ---------------------------------
@@ -223,11 +232,27 @@ class Pipeline:
     def prices(self, table: PriceTable) -> None:
         self._prices = table
         self._version_starts = [version.effective_from for version in table.versions]
+        self._slots: dict[float, tuple[str, int]] = {}
         self._clear_routes()
+
+    def _slot(self, ts: float) -> tuple[str, int]:
+        """(month, price version index) of ``ts``, remembered per 15 minutes unless a version starts inside.
+
+        Every real zone's offset is a multiple of 15 minutes, so a month boundary
+        never falls inside a slot; a price version may start anywhere.
+        """
+        slot = (self.month_of(ts), bisect_right(self._version_starts, ts))
+        start = ts // SLOT_SECONDS * SLOT_SECONDS
+        if bisect_right(self._version_starts, start) == bisect_left(self._version_starts, start + SLOT_SECONDS):
+            if len(self._slots) >= MAX_ROUTES:
+                self._slots.clear()
+            self._slots[ts // SLOT_SECONDS] = slot
+        return slot
 
     def _clear_routes(self, aggregates: Aggregates | None = None) -> None:
         self._routes: dict[RouteKey, Route] = {}
-        self._routes_for = aggregates
+        # a route holds its cell: routes are only good while the aggregates keep this cells dict
+        self._routes_cells = aggregates.cells if aggregates is not None else None
 
     def _route(self, key: RouteKey, ts: float) -> Route:
         """Price, rate id and labels of one route key (DESIGN.md §3-§4), remembered when that is exact.
@@ -251,7 +276,8 @@ class Pipeline:
             unpriced = (month, model, priced)
         tenant = caps.tenant(record_tenant) if record_tenant is not None else UNSET_TENANT
         method = self._method_label(count_method, priced) if labelled else ""
-        route = ((month, model, tenant, method, rate_id), unpriced, (month, model, tenant, method, UNATTRIBUTED),
+        cell_key = (month, model, tenant, method, rate_id)
+        route = (agg.cell(cell_key), cell_key, unpriced, (month, model, tenant, method, UNATTRIBUTED),
                  (month, model, method, "compacted"), (month, model, method, "untouched"))
         if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
             if len(self._routes) >= MAX_ROUTES:

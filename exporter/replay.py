@@ -13,12 +13,28 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import IO, Any
 
 from exporter.config import SourceConfig
-from exporter.decoders import FORMATS, make_line_decoder
+from exporter.decoders import FORMATS, LineDecoder, make_line_decoder
+from exporter.dedupe import DedupeLedger
 from exporter.pipeline import Pipeline
-from exporter.prices import PriceTableError, load_price_table
+from exporter.prices import PriceTable, PriceTableError, load_price_table
+from exporter.replay_parallel import (
+    MIN_BYTES_PER_JOB,
+    PartResult,
+    Range,
+    add_parts,
+    can_fork,
+    count_ranges,
+    default_jobs,
+    note,
+    run_parts,
+    split_ranges,
+    why_not_additive,
+)
 from exporter.sources.jsonl_tail import normalise_line
 
 DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
@@ -40,41 +56,138 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
     parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
                         help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
+                             "The result is always the one-pass result")
     parser.add_argument("--json", action="store_true", help="print the DESIGN.md §5 JSON")
     parser.set_defaults(func=run_replay)
 
 
-def replay_files(paths: list[str], pipeline: Pipeline, decoder: Any, progress: bool = False,
+def replay_pipeline(prices: PriceTable, decoder: LineDecoder, timezone: str = "UTC",
+                    dedupe_window_days: float = 40.0) -> Pipeline:
+    """The pipeline ``replay`` feeds: the sidecar's, but its ledger is never checkpointed, so ids are
+    keyed by the process's own string hash (a fifth of the stable digest's cost)."""
+    ledger = DedupeLedger(dedupe_window_days, stable=False)
+    return Pipeline(prices, timezone=timezone, counter=decoder.counter, ledger=ledger)
+
+
+def replay_files(paths: list[str], pipeline: Pipeline, decoder: LineDecoder | None, progress: bool = False,
                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> int:
     """Feed every line of ``paths`` to ``pipeline``; returns the number of lines read."""
     total_bytes = sum(os.path.getsize(p) for p in paths if p != "-") if progress else 0
-    done_bytes = 0
+    meter = _Progress(total_bytes) if progress else None
     lines = 0
-    last_draw = 0.0
     for path in paths:
         stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         try:
-            ingest = pipeline.ingest_line
-            for raw in stream:
-                lines += 1
-                # the tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would
-                line, skipped, _nuls = normalise_line(raw.rstrip(b"\n"), max_line_bytes)
-                if skipped is not None:
-                    pipeline.reject(skipped, "replay")
-                elif line:
-                    ingest(line, "replay", decoder)
-                if progress:
-                    done_bytes += len(raw)
-                    if lines & 0x3FFF == 0 and (now := time.monotonic()) - last_draw > 0.2:
-                        last_draw = now
-                        _draw(done_bytes, total_bytes, lines)
+            lines += feed_lines(read_lines(stream), pipeline, decoder, max_line_bytes, meter)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-    if progress:
-        _draw(total_bytes, total_bytes, lines)
-        sys.stderr.write("\n")
+    if meter is not None:
+        meter.done()
     return lines
+
+
+def read_lines(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """The lines of ``stream`` (at most ``limit`` bytes of it), without their newline.
+
+    An unterminated last line is a line: replay treats the file as finished.
+    """
+    carry = b""
+    while limit is None or limit > 0:
+        block = stream.read(READ_CHUNK if limit is None else min(READ_CHUNK, limit))
+        if not block:
+            break
+        if limit is not None:
+            limit -= len(block)
+        parts = (carry + block).split(b"\n")
+        carry = parts.pop()
+        yield from parts
+    if carry:
+        yield carry
+
+
+def feed_lines(lines: Iterable[bytes], pipeline: Pipeline, decoder: LineDecoder | None, max_line_bytes: int,
+               meter: _Progress | None = None) -> int:
+    """The replay loop: each line through the tailer's line rules, then the pipeline; returns lines read."""
+    count = 0
+    ingest = pipeline.ingest_line
+    decode = decoder.decode_line if decoder is not None else None  # None: parse_line with the pipeline's counter
+    for line in lines:
+        count += 1
+        if b"\0" in line or len(line) > max_line_bytes or line[-1:] == b"\r":
+            # the tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would
+            line, skipped, _nuls = normalise_line(line, max_line_bytes)
+            if skipped is not None:
+                pipeline.reject(skipped, "replay")
+                continue
+        if line:
+            ingest(line, "replay", decode)
+        if meter is not None:
+            meter.advance(len(line) + 1)
+    return count
+
+
+class _Progress:
+    """A progress bar on stderr, redrawn at most five times a second."""
+
+    def __init__(self, total_bytes: int) -> None:
+        self.total = total_bytes
+        self.done_bytes = 0
+        self.lines = 0
+        self.last_draw = 0.0
+
+    def advance(self, size: int) -> None:
+        self.done_bytes += size
+        self.lines += 1
+        if self.lines & 0x3FFF == 0 and (now := time.monotonic()) - self.last_draw > 0.2:
+            self.last_draw = now
+            _draw(self.done_bytes, self.total, self.lines)
+
+    def done(self) -> None:
+        _draw(self.total, self.total, self.lines)
+        sys.stderr.write("\n")
+
+
+def replay_in_parts(paths: list[str], make_pipeline: Callable[[], Pipeline], decoder: LineDecoder, jobs: int,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress: bool = False) -> Pipeline | None:
+    """Replay ``paths`` in ``jobs`` forked processes (see ``exporter.replay_parallel``).
+
+    Returns the pipeline holding the one-pass counts, or None when the parts
+    were not independent or a job failed (the caller then replays in one pass).
+    """
+    parts = split_ranges(paths, jobs)
+
+    def work(ranges: list[Range], meter: _Progress | None) -> PartResult:
+        pipeline = make_pipeline()
+        return count_ranges(ranges, pipeline, lambda stream, limit: feed_lines(
+            read_lines(stream, limit), pipeline, decoder, max_line_bytes, meter))
+
+    first_meter = _Progress(sum(end - start for _, start, end in parts[0])) if progress else None
+    works = [partial(work, ranges, first_meter if index == 0 else None) for index, ranges in enumerate(parts)]
+    results = run_parts(works)
+    if first_meter is not None:
+        first_meter.done()
+    if isinstance(results, str):
+        note(f"a parallel job failed, counting again in one pass: {results.strip().splitlines()[-1]}")
+        return None
+    pipeline = make_pipeline()
+    reason = why_not_additive(results, pipeline.ledger.window_days, pipeline.ledger.max_ids,
+                              {cap.name: cap.max_values for cap in pipeline.caps.all()})
+    if reason is not None:
+        note(f"{reason}: counting again in one pass")
+        return None
+    add_parts(pipeline, results)
+    return pipeline
+
+
+def _parallel_jobs(paths: list[str], requested: int) -> int:
+    """How many jobs to run: 1 unless the input is big regular files and processes can fork."""
+    if requested == 1 or not can_fork() or any(p == "-" or not os.path.isfile(p) for p in paths):
+        return 1
+    by_size = sum(os.path.getsize(p) for p in paths) // MIN_BYTES_PER_JOB
+    return max(1, min(requested or default_jobs(), by_size))
 
 
 def _draw(done: int, total: int, lines: int) -> None:
@@ -133,10 +246,20 @@ def run_replay(args: argparse.Namespace) -> int:
         if path != "-" and not os.path.isfile(path):
             print(f"error: {path}: no such file", file=sys.stderr)
             return 2
-    pipeline = Pipeline(prices, timezone=args.timezone, dedupe_window_days=args.dedupe_window_days,
-                        counter=decoder.counter)
-    replay_files(args.files, pipeline, decoder, progress=not args.json and sys.stderr.isatty(),
-                 max_line_bytes=args.max_line_bytes)
+    if args.jobs < 0:
+        print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
+        return 2
+    progress = not args.json and sys.stderr.isatty()
+
+    def make_pipeline() -> Pipeline:
+        return replay_pipeline(prices, decoder, args.timezone, args.dedupe_window_days)
+
+    jobs = _parallel_jobs(args.files, args.jobs)
+    pipeline = replay_in_parts(args.files, make_pipeline, decoder, jobs, args.max_line_bytes, progress) \
+        if jobs > 1 else None
+    if pipeline is None:
+        pipeline = make_pipeline()
+        replay_files(args.files, pipeline, decoder, progress=progress, max_line_bytes=args.max_line_bytes)
     result = replay_json(pipeline)
     if args.json:
         print(json.dumps(result, indent=None, sort_keys=False))

@@ -81,7 +81,7 @@ class SourceRunner:
                 if event.skipped is not None:
                     pipeline.reject(event.skipped, name)
                 elif self.decoder is not None:
-                    pipeline.ingest_line(event.line, name, self.decoder)
+                    pipeline.ingest_line(event.line, name, self.decoder.decode_line)
                 else:
                     self._otlp_line(pipeline, event.line)
             except Exception as exc:  # never the line's text in the log: type and place only

@@ -34,7 +34,7 @@ from exporter.decoders import make_line_decoder
 from exporter.fastparse import _DECODER
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
-from exporter.replay import replay_files
+from exporter.replay import replay_files, replay_pipeline
 
 PRICES = Path(__file__).resolve().parent.parent / "fixtures" / "engine" / "prices_two_versions.yaml"
 TARGET = 200_000
@@ -113,7 +113,7 @@ def bare_msgspec(path: Path) -> int:
 
 def full_replay(path: Path) -> Pipeline:
     decoder = make_line_decoder("canonical")  # what `replay` builds, text counter included
-    pipeline = Pipeline(load_price_table(PRICES), counter=decoder.counter)
+    pipeline = replay_pipeline(load_price_table(PRICES), decoder)
     replay_files([str(path)], pipeline, decoder)
     return pipeline
 

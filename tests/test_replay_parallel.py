@@ -1,0 +1,202 @@
+"""Parallel replay: the ranges cover the input exactly, and the result is always the one-pass result.
+
+``replay --jobs N`` counts disjoint byte ranges in forked processes and adds
+the parts only when they are independent (``replay_parallel.why_not_additive``);
+otherwise it counts again in one pass. Every test compares with ``--jobs 1``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import oracle
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import exporter.replay as replay_module
+from exporter.cli import main
+from exporter.decoders import make_line_decoder
+from exporter.prices import load_price_table
+from exporter.replay import replay_in_parts, replay_pipeline
+from exporter.replay_parallel import PartResult, run_parts, split_ranges
+
+PRICES = Path(__file__).parent / "fixtures" / "engine" / "prices_two_versions.yaml"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.lists(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=12), max_size=4),
+    unterminated=st.lists(st.booleans(), min_size=4, max_size=4),
+    jobs=st.integers(1, 6),
+)
+def test_ranges_cover_every_byte_once_in_order_at_line_ends(
+    tmp_path_factory: pytest.TempPathFactory, files: list[list[bytes]], unterminated: list[bool], jobs: int
+) -> None:
+    directory = tmp_path_factory.mktemp("ranges")
+    paths: list[str] = []
+    contents: list[bytes] = []
+    for index, lines in enumerate(files):
+        data = b"".join(line + b"\n" for line in lines)
+        if unterminated[index] and data:
+            data = data[:-1]
+        (directory / f"f{index}").write_bytes(data)
+        paths.append(str(directory / f"f{index}"))
+        contents.append(data)
+    parts = split_ranges(paths, jobs)
+    assert len(parts) <= jobs
+    ranges = [r for part in parts for r in part]
+    assert all(part for part in parts)
+    for name, data in zip(paths, contents, strict=True):
+        mine = [(start, end) for p, start, end in ranges if p == name]
+        position = 0
+        for start, end in mine:  # in order, contiguous, non-empty, whole lines
+            assert start == position and end > start
+            assert end == len(data) or data[end - 1 : end] == b"\n"
+            position = end
+        assert position == len(data)
+
+
+def test_parts_are_about_equal(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    lines = [b"x" * rng.randrange(0, 300) + b"\n" for _ in range(5000)]
+    first, second = _log(tmp_path, lines[:1000], "one"), _log(tmp_path, lines[1000:], "two")
+    total = first.stat().st_size + second.stat().st_size
+    parts = split_ranges([str(first), str(second)], 4)
+    assert len(parts) == 4
+    for part in parts:  # a cut lands at the first line end past the share: off by less than a line
+        assert abs(sum(end - start for _, start, end in part) - total / 4) < 2 * 301
+
+
+def _log(directory: Path, lines: list[bytes], name: str = "log.jsonl") -> Path:
+    path = directory / name
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _replay(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict[str, Any], str]:
+    capsys.readouterr()
+    assert main(["replay", *args, "--prices", str(PRICES), "--json"]) == 0
+    captured = capsys.readouterr()
+    result: dict[str, Any] = json.loads(captured.out)
+    return result, captured.err
+
+
+@pytest.fixture()
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parallel replay for inputs of any size (the CLI only splits inputs of 16 MiB a part and more)."""
+    monkeypatch.setattr(replay_module, "MIN_BYTES_PER_JOB", 1)
+
+
+def _unique_log(rng: random.Random, n: int, prefix: str = "id") -> list[bytes]:
+    lines = []
+    for index in range(n):
+        if rng.random() < 0.08:
+            lines.append(oracle.bad_line(rng) + b"\n")
+        else:
+            rid = None if rng.random() < 0.1 else f"{prefix}-{index}"
+            lines.append(json.dumps(oracle.good_record(rng, rid)).encode() + b"\n")
+    return lines
+
+
+def _parts(paths: list[Path], jobs: int) -> Any:
+    decoder = make_line_decoder("canonical")
+    prices = load_price_table(PRICES)
+    return replay_in_parts([str(p) for p in paths], lambda: replay_pipeline(prices, decoder), decoder, jobs)
+
+
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_independent_parts_are_added_and_equal_one_pass(
+    jobs: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], small_parts: None
+) -> None:
+    rng = random.Random(jobs)
+    first = _log(tmp_path, _unique_log(rng, 1500, "a"), "a.jsonl")
+    second = _log(tmp_path, _unique_log(rng, 700, "b"), "b.jsonl")
+    pipeline = _parts([first, second], jobs)
+    assert pipeline is not None, "independent parts must be added, not counted again"
+    one_pass, _ = _replay(capsys, str(first), str(second), "--jobs", "1")
+    parallel, err = _replay(capsys, str(first), str(second), "--jobs", str(jobs))
+    assert err == ""  # no fallback note
+    assert parallel == one_pass
+    assert pipeline.aggregates.month_totals() == one_pass["months"]
+    assert sum(m["requests"] for m in one_pass["months"].values()) > 1500
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("duplicate_ids", "counted request ids an earlier part holds"),
+        ("long_span", "the records span more than the dedupe window"),
+        ("tenant_cap", "the tenant label cap is reached"),
+    ],
+)
+def test_dependent_parts_are_counted_again_in_one_pass(
+    case: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], small_parts: None
+) -> None:
+    rng = random.Random(11)
+    lines = _unique_log(rng, 1200)
+    if case == "duplicate_ids":  # the second half retries ids of the first, with other content
+        lines += [json.dumps(oracle.good_record(rng, f"id-{i}")).encode() + b"\n" for i in range(0, 1200, 7)]
+    elif case == "long_span":
+        record = oracle.good_record(rng, "far-future")
+        lines.append(json.dumps({**record, "ts": "2027-03-01T00:00:00Z"}).encode() + b"\n")
+    else:
+        lines += [json.dumps({**oracle.good_record(rng, f"t-{i}"), "tenant": f"tenant-{i}"}).encode() + b"\n"
+                  for i in range(300)]
+    path = _log(tmp_path, lines)
+    assert _parts([path], 3) is None
+    one_pass, quiet = _replay(capsys, str(path), "--jobs", "1")
+    parallel, err = _replay(capsys, str(path), "--jobs", "3")
+    assert quiet == ""
+    assert reason in err and "counting again in one pass" in err
+    assert parallel == one_pass
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), size=st.integers(0, 400), jobs=st.integers(2, 4))
+def test_any_log_gives_the_one_pass_result(
+    seed: int, size: int, jobs: int, tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Realistic logs with duplicates, bad and blank lines: whichever way it goes, the one-pass result."""
+    monkeypatch.setattr(replay_module, "MIN_BYTES_PER_JOB", 1)
+    path = _log(tmp_path_factory.mktemp("any"), oracle.generate_log(random.Random(seed), size))
+    one_pass, _ = _replay(capsys, str(path), "--jobs", "1")
+    parallel, _ = _replay(capsys, str(path), "--jobs", str(jobs))
+    assert parallel == one_pass
+
+
+def _fails() -> PartResult:
+    raise RuntimeError("boom in a worker")
+
+
+def _counts() -> PartResult:
+    decoder = make_line_decoder("canonical")
+    pipeline = replay_pipeline(load_price_table(PRICES), decoder)
+    return PartResult(pipeline.aggregates, 0, {}, pipeline.ledger.digests(), None, None, 0, {}, {})
+
+
+def test_a_failed_worker_is_reported_not_lost() -> None:
+    failure = run_parts([_counts, _fails])
+    assert isinstance(failure, str) and "boom in a worker" in failure
+    results = run_parts([_counts, _counts, _counts])
+    assert isinstance(results, list) and len(results) == 3
+
+
+def test_small_inputs_and_stdin_take_one_pass(tmp_path: Path) -> None:
+    path = _log(tmp_path, _unique_log(random.Random(3), 50))
+    assert replay_module._parallel_jobs([str(path)], 0) == 1  # 16 MiB a part at least
+    assert replay_module._parallel_jobs(["-"], 4) == 1
+    assert replay_module._parallel_jobs([str(path)], 1) == 1
+    assert replay_module._parallel_jobs([str(path), str(tmp_path / "missing")], 4) == 1
+
+
+def test_jobs_follow_the_input_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path, _unique_log(random.Random(4), 100))
+    monkeypatch.setattr(replay_module, "MIN_BYTES_PER_JOB", path.stat().st_size // 3)
+    assert replay_module._parallel_jobs([str(path)], 8) == 3  # never a part under the minimum
+    assert replay_module._parallel_jobs([str(path)], 2) == 2
