@@ -44,6 +44,33 @@ def test_copy_inside_glob_recovers_lines_written_before_truncation(tmp_path: Pat
     oracle.close()
 
 
+@pytest.mark.parametrize("rounds", [2, 3, 5])
+def test_every_round_of_copytruncate_is_recognised_when_each_is_read_in_one_poll(tmp_path: Path, rounds: int) -> None:
+    """The file is read from 0 in the same poll that finds the truncation; the next copy must still match.
+
+    The followed file's head was left empty after a truncation until a later poll
+    refreshed it, so when the gateway's next copytruncate came first, nothing was
+    retired and app.log.N was read again from 0 (found with a writer thread
+    around a real tailer; here the same order of events, driven by hand).
+    """
+    log = tmp_path / "app.log"
+    append(log, lines(range(100)))
+    oracle = Oracle([str(tmp_path / "app.log*")], use_watchdog=False)
+    oracle.poll()
+    written = 100
+    for round_ in range(1, rounds + 1):
+        copytruncate(log, tmp_path / f"app.log.{round_}")
+        append(log, lines(range(written, written + 40 + round_)))  # the next batch, before our next poll
+        written += 40 + round_
+        oracle.poll()  # truncation, the copy and the new batch, all in this one pass
+    oracle.drain()
+    oracle.assert_exactly(expect_ids(range(written)))
+    st = oracle.tailer.stats()
+    assert st.truncations == rounds
+    assert st.copies_adopted == rounds
+    oracle.close()
+
+
 def test_copy_seen_before_truncation_is_not_read(tmp_path: Path) -> None:
     """The copy appears while the original still has its content: it waits, unread."""
     log = tmp_path / "app.log"

@@ -556,6 +556,11 @@ class Tailer:
                     budget = self._drain(g, budget, out, read=True, now=now)
         if budget > 0:
             budget = self._drain(f, budget, out, read=True, now=now)
+        if len(f.head) < self._fp and f.size > len(f.head):
+            # Read from 0 in this pass (new, or just truncated): take its head now. Left empty
+            # until a later poll, a copytruncate before that poll would retire nothing, and
+            # the copy would be read again from 0.
+            f.head = _pread(f.fd, min(self._fp, f.size), 0)
         return budget
 
     def _truncate(self, f: _File, now: float) -> None:
