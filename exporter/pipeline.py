@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -128,14 +129,21 @@ class Pipeline:
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
-        try:
-            result = decoder(line) if decoder is not None else parse_line(line, self.counter)
-        except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
-            result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
-        if type(result) is Record:  # the common case first: one call less per line
-            self.apply(result, source)
-        elif result is not None:
-            self._consume(result, source)
+        self.ingest_lines((line,), source, decoder)
+
+    def ingest_lines(self, lines: Iterable[bytes], source: str = "replay", decoder: LineDecoder | None = None) -> None:
+        """Complete lines (no newline) of one source, in order; blank lines are no record."""
+        decode = decoder if decoder is not None else partial(parse_line, counter=self.counter)
+        apply = self.apply
+        for line in lines:
+            try:
+                result = decode(line)
+            except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
+                result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
+            if type(result) is Record:  # the common case first: one call less per line
+                apply(result, source)
+            elif result is not None:
+                self._consume(result, source)
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
         self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter), source)

@@ -80,7 +80,7 @@ def replay_files(paths: list[str], pipeline: Pipeline, decoder: LineDecoder | No
     for path in paths:
         stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         try:
-            lines += feed_lines(read_lines(stream), pipeline, decoder, max_line_bytes, meter)
+            lines += feed_lines(read_blocks(stream), pipeline, decoder, max_line_bytes, meter)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
@@ -89,44 +89,57 @@ def replay_files(paths: list[str], pipeline: Pipeline, decoder: LineDecoder | No
     return lines
 
 
-def read_lines(stream: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
-    """The lines of ``stream`` (at most ``limit`` bytes of it), without their newline.
+def read_blocks(stream: IO[bytes], limit: int | None = None) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of ``stream`` (at most ``limit`` bytes of it), without their newline, a block at a time.
 
-    An unterminated last line is a line: replay treats the file as finished.
+    Each block comes with whether it holds a NUL or CR byte (then its lines need the
+    tailer's line rules). An unterminated last line is a line: replay treats the file
+    as finished.
     """
-    carry = b""
+    pending: list[bytes] = []  # the start of a line that has no newline yet (kept in pieces: linear)
     while limit is None or limit > 0:
         block = stream.read(READ_CHUNK if limit is None else min(READ_CHUNK, limit))
         if not block:
             break
         if limit is not None:
             limit -= len(block)
-        parts = (carry + block).split(b"\n")
-        carry = parts.pop()
-        yield from parts
-    if carry:
-        yield carry
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            pending.append(block)
+            continue
+        data = b"".join([*pending, block[:cut]]) if pending else block[:cut]
+        pending = [block[cut + 1 :]] if cut + 1 < len(block) else []
+        yield data.split(b"\n"), b"\0" in data or b"\r" in data
+    if pending:
+        last = b"".join(pending)
+        yield [last], b"\0" in last or b"\r" in last
 
 
-def feed_lines(lines: Iterable[bytes], pipeline: Pipeline, decoder: LineDecoder | None, max_line_bytes: int,
-               meter: _Progress | None = None) -> int:
-    """The replay loop: each line through the tailer's line rules, then the pipeline; returns lines read."""
+def feed_lines(blocks: Iterable[tuple[list[bytes], bool]], pipeline: Pipeline, decoder: LineDecoder | None,
+               max_line_bytes: int, meter: _Progress | None = None) -> int:
+    """The replay loop: lines through the tailer's line rules, then the pipeline; returns lines read."""
     count = 0
-    ingest = pipeline.ingest_line
     decode = decoder.decode_line if decoder is not None else None  # None: parse_line with the pipeline's counter
-    for line in lines:
-        count += 1
-        if b"\0" in line or len(line) > max_line_bytes or line[-1:] == b"\r":
-            # the tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would
-            line, skipped, _nuls = normalise_line(line, max_line_bytes)
-            if skipped is not None:
-                pipeline.reject(skipped, "replay")
-                continue
-        if line:
-            ingest(line, "replay", decode)
+    for lines, unusual in blocks:
+        count += len(lines)
+        if unusual or max(map(len, lines)) > max_line_bytes:  # (a block holds one line at least)
+            lines = _normalised(lines, pipeline, max_line_bytes)
+        pipeline.ingest_lines(lines, "replay", decode)
         if meter is not None:
-            meter.advance(len(line) + 1)
+            meter.advance(sum(map(len, lines)) + len(lines), len(lines))
     return count
+
+
+def _normalised(lines: list[bytes], pipeline: Pipeline, max_line_bytes: int) -> list[bytes]:
+    """The tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would."""
+    kept = []
+    for line in lines:
+        line, skipped, _nuls = normalise_line(line, max_line_bytes)
+        if skipped is not None:
+            pipeline.reject(skipped, "replay")
+        else:
+            kept.append(line)
+    return kept
 
 
 class _Progress:
@@ -138,10 +151,10 @@ class _Progress:
         self.lines = 0
         self.last_draw = 0.0
 
-    def advance(self, size: int) -> None:
+    def advance(self, size: int, lines: int) -> None:
         self.done_bytes += size
-        self.lines += 1
-        if self.lines & 0x3FFF == 0 and (now := time.monotonic()) - self.last_draw > 0.2:
+        self.lines += lines
+        if (now := time.monotonic()) - self.last_draw > 0.2:
             self.last_draw = now
             _draw(self.done_bytes, self.total, self.lines)
 
@@ -162,7 +175,7 @@ def replay_in_parts(paths: list[str], make_pipeline: Callable[[], Pipeline], dec
     def work(ranges: list[Range], meter: _Progress | None) -> PartResult:
         pipeline = make_pipeline()
         return count_ranges(ranges, pipeline, lambda stream, limit: feed_lines(
-            read_lines(stream, limit), pipeline, decoder, max_line_bytes, meter))
+            read_blocks(stream, limit), pipeline, decoder, max_line_bytes, meter))
 
     first_meter = _Progress(sum(end - start for _, start, end in parts[0])) if progress else None
     works = [partial(work, ranges, first_meter if index == 0 else None) for index, ranges in enumerate(parts)]

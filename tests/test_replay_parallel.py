@@ -7,6 +7,7 @@ otherwise it counts again in one pass. Every test compares with ``--jobs 1``.
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from pathlib import Path
@@ -200,3 +201,38 @@ def test_jobs_follow_the_input_size(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(replay_module, "MIN_BYTES_PER_JOB", path.stat().st_size // 3)
     assert replay_module._parallel_jobs([str(path)], 8) == 3  # never a part under the minimum
     assert replay_module._parallel_jobs([str(path)], 2) == 2
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that returns at most ``step`` bytes a read, like a pipe."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.step, self.pos = data, step, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        n = self.step if size < 0 else min(size, self.step)
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += len(chunk)
+        return chunk
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300).map(lambda b: b.replace(b"x", b"\n")), step=st.integers(1, 40),
+       chunk=st.integers(1, 50), limit=st.one_of(st.none(), st.integers(0, 320)))
+def test_blocks_hold_every_line_once_and_flag_nul_and_cr(
+    data: bytes, step: int, chunk: int, limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replay_module, "READ_CHUNK", chunk)
+    visible = data if limit is None else data[:limit]
+    expected = visible.split(b"\n")
+    if expected[-1] == b"":  # a final newline ends the last line; it starts none
+        expected.pop()
+    got = []
+    for lines, unusual in replay_module.read_blocks(_Trickle(data, step), limit):  # type: ignore[arg-type]
+        assert lines
+        assert unusual == any(b"\0" in line or b"\r" in line for line in lines)
+        got.extend(lines)
+    assert got == expected
