@@ -52,6 +52,9 @@ class DedupeLedger:
         self._seen: set[int] = set()
         self._buckets: dict[int, array[int]] = {}
         self._newest_bucket = -1
+        # the bucket the last id went to, and its hour's [start, end) in epoch seconds
+        self._current: array[int] = array(self._typecode)
+        self._current_start = self._current_end = 0.0
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -66,6 +69,16 @@ class DedupeLedger:
         if key in seen:
             return True
         seen.add(key)
+        if self._current_start <= ts < self._current_end:  # most ids go to the same hour as the last one
+            self._current.append(key)
+        else:
+            self._file(key, ts)
+        if len(seen) > self.max_ids:
+            self._evict()
+        return False
+
+    def _file(self, key: int, ts: float) -> None:
+        """Put ``key`` in the bucket of ``ts``'s hour (and expire hours the window left)."""
         hour = int(ts // BUCKET_SECONDS)
         bucket = self._buckets.get(hour)
         if bucket is None:
@@ -74,9 +87,8 @@ class DedupeLedger:
         if hour > self._newest_bucket:
             self._newest_bucket = hour
             self._expire()
-        if len(seen) > self.max_ids:
-            self._evict()
-        return False
+        self._current = bucket
+        self._current_start, self._current_end = hour * BUCKET_SECONDS, (hour + 1) * BUCKET_SECONDS
 
     def _expire(self) -> None:
         oldest_kept = self._newest_bucket - int(self.window_days * 86_400 // BUCKET_SECONDS) - 1
@@ -98,6 +110,7 @@ class DedupeLedger:
                 del bucket[:n]
             excess -= n
             self.evicted += n
+        self._current_start = self._current_end = 0.0  # its bucket may be gone
 
     def hours(self) -> list[int]:
         """The hours (of record time) that hold ids."""

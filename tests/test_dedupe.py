@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from exporter.dedupe import DedupeLedger
 from exporter.pipeline import Pipeline
 from exporter.prices import load_price_table
@@ -145,3 +148,42 @@ def test_label_values_with_control_characters_become_other() -> None:
     assert cap("a\u0000b") == "other" and cap("x\ry") == "other" and cap("line\nbreak") == "other"
     assert cap("team-é") == "team-é"  # printable non-ASCII is fine
     assert cap.overflow == 3
+
+
+class _ModelLedger:
+    """The ledger's rules written plainly: expiry by the newest hour, eviction oldest (hour, arrival) first."""
+
+    def __init__(self, window_days: float, max_ids: int) -> None:
+        self.window_hours = int(window_days * DAY // 3600)
+        self.max_ids = max_ids
+        self.alive: dict[str, tuple[int, int]] = {}  # id -> (hour, arrival)
+        self.newest = -1
+        self.arrivals = 0
+
+    def seen_before(self, request_id: str, ts: float) -> bool:
+        if request_id in self.alive:
+            return True
+        hour = int(ts // 3600)
+        self.alive[request_id] = (hour, self.arrivals)
+        self.arrivals += 1
+        if hour > self.newest:
+            self.newest = hour
+            self.alive = {k: v for k, v in self.alive.items() if v[0] >= self.newest - self.window_hours - 1}
+        if len(self.alive) > self.max_ids:
+            excess = len(self.alive) - self.max_ids + max(1, self.max_ids // 100)
+            for key in sorted(self.alive, key=self.alive.__getitem__)[:excess]:
+                del self.alive[key]
+        return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 20 * DAY)), max_size=300),
+       max_ids=st.integers(1, 40), window_days=st.sampled_from([0.5, 1.0, 3.0]), stable=st.booleans())
+def test_ledger_follows_its_rules_in_any_order(events: list[tuple[int, int]], max_ids: int, window_days: float,
+                                               stable: bool) -> None:
+    ledger = DedupeLedger(window_days, max_ids=max_ids, stable=stable)
+    model = _ModelLedger(window_days, max_ids)
+    for number, ts in events:
+        request_id = f"id-{number}"
+        assert ledger.seen_before(request_id, T0 + ts) == model.seen_before(request_id, T0 + ts)
+        assert len(ledger) == len(model.alive)
