@@ -94,7 +94,6 @@ class Aggregates:
         self.rate_book: list[PricedModel] = []
         self._rate_ids: dict[PricedModel, int] = {}
         self.newest_ts = 0.0
-        self.generation = 0  # bumped on every change
         self.dirty: set[CellKey] = set()  # cells changed since the last render
         self.dirty_all = True  # the renderer must rebuild everything (restore, dropped months)
 
@@ -113,7 +112,6 @@ class Aggregates:
 
     def count(self, table: dict[Any, int], key: Any, amount: int = 1) -> None:
         table[key] = table.get(key, 0) + amount
-        self.generation += 1
 
     def months(self) -> list[str]:
         found = {key[0] for key in self.cells}
@@ -135,7 +133,6 @@ class Aggregates:
         self.duplicates = {k: v for k, v in self.duplicates.items() if keep(k)}
         self.rejected = {k: v for k, v in self.rejected.items() if keep(k[0])}
         self.flagged = {k: v for k, v in self.flagged.items() if keep(k[0])}
-        self.generation += 1
         self.dirty_all = True
         return len(before - set(self.months()))
 
@@ -163,7 +160,6 @@ class Aggregates:
             for key, value in theirs.items():
                 mine_table[key] = mine_table.get(key, 0) + value
         self.newest_ts = max(self.newest_ts, other.newest_ts)
-        self.generation += 1
         self.dirty_all = True
 
     def priced_cells(self) -> Iterator[tuple[CellKey, list[int], PricedModel | None]]:

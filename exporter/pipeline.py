@@ -109,7 +109,6 @@ class Pipeline:
         self.ledger = ledger or DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
         self.lock = threading.RLock()
-        self.records_by_source: dict[str, int] = {}
         self._preload_caps()
 
     def _preload_caps(self) -> None:
@@ -141,33 +140,33 @@ class Pipeline:
             except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
                 result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
             if type(result) is Record:  # the common case first: one call less per line
-                apply(result, source)
+                apply(result)
             elif result is not None:
-                self._consume(result, source)
+                self._consume(result)
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
-        self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter), source)
+        self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter))
 
     def reject(self, reason: str, source: str = "replay", ts: float | None = None) -> None:
         """Count a rejection a source found itself (line too long, undecodable span...)."""
         if ts is not None and not 0 <= ts <= MAX_EPOCH_SECONDS:  # NaN too: no month, not a crash
             ts = None
-        self._consume(Rejection(reason, reason, ts), source)
+        self._consume(Rejection(reason, reason, ts))
 
     def set_prices(self, prices: PriceTable) -> None:
         """Records from now on are priced by ``prices``; what is counted keeps its rates."""
         self.prices = prices
 
     # --- the arithmetic -----------------------------------------------------
-    def _consume(self, result: Record | Rejection, source: str) -> None:
+    def _consume(self, result: Record | Rejection) -> None:
         agg = self.aggregates
         if isinstance(result, Rejection):
             month = self.month_of(result.ts) if result.ts is not None else UNKNOWN_MONTH
             agg.count(agg.rejected, (month, result.reason))
             return
-        self.apply(result, source)
+        self.apply(result)
 
-    def apply(self, record: Record, source: str = "replay") -> None:
+    def apply(self, record: Record) -> None:
         agg = self.aggregates
         ts = record.ts
         slot = self._slots.get(ts // SLOT_SECONDS)
@@ -182,8 +181,6 @@ class Pipeline:
         if request_id is not None and self.ledger.seen_before(request_id, ts):
             agg.count(agg.duplicates, month)
             return
-        by_source = self.records_by_source
-        by_source[source] = by_source.get(source, 0) + 1
         if ts > agg.newest_ts:
             agg.newest_ts = ts
         before, after, would_save = record.tokens_before, record.tokens_after, record.would_have_saved
@@ -229,7 +226,6 @@ class Pipeline:
         if record.flags:
             for flag in record.flags:
                 agg.count(agg.flagged, (month, flag))
-        agg.generation += 1
 
     # --- routes: where a record's figures go ---------------------------------
     @property

@@ -47,7 +47,6 @@ class PartResult:
 
     aggregates: Aggregates
     lines: int
-    records_by_source: dict[str, int]
     ids: array[int]  # digests of the ids this part counted
     first_hour: int | None  # oldest and newest hour holding a counted id
     last_hour: int | None
@@ -112,7 +111,7 @@ def count_ranges(ranges: list[Range], pipeline: Pipeline, feed: Callable[[Any, i
     hours = ledger.hours()
     caps = pipeline.caps.all()
     return PartResult(
-        aggregates=pipeline.aggregates, lines=lines, records_by_source=dict(pipeline.records_by_source),
+        aggregates=pipeline.aggregates, lines=lines,
         ids=ledger.digests(), first_hour=min(hours) if hours else None, last_hour=max(hours) if hours else None,
         evicted=ledger.evicted, cap_values={cap.name: set(cap.values) for cap in caps},
         cap_overflow={cap.name: cap.overflow for cap in caps},
@@ -180,8 +179,6 @@ def add_parts(pipeline: Pipeline, parts: list[PartResult]) -> int:
     """Add the parts' counts into ``pipeline``; returns the lines read."""
     for part in parts:
         pipeline.aggregates.add(part.aggregates)
-        for source, count in part.records_by_source.items():
-            pipeline.records_by_source[source] = pipeline.records_by_source.get(source, 0) + count
         for cap in pipeline.caps.all():
             cap.values |= part.cap_values[cap.name]
             cap.overflow += part.cap_overflow[cap.name]

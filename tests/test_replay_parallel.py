@@ -178,7 +178,7 @@ def _fails() -> PartResult:
 def _counts() -> PartResult:
     decoder = make_line_decoder("canonical")
     pipeline = replay_pipeline(load_price_table(PRICES), decoder)
-    return PartResult(pipeline.aggregates, 0, {}, pipeline.ledger.digests(), None, None, 0, {}, {})
+    return PartResult(pipeline.aggregates, 0, pipeline.ledger.digests(), None, None, 0, {}, {})
 
 
 def test_a_failed_worker_is_reported_not_lost() -> None:

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from exporter.aggregate import REQUESTS
 from exporter.config import Config, SourceConfig
 from exporter.sidecar import Sidecar
 from tests.bench.benchlib import Row, verdict
@@ -67,7 +68,12 @@ def measure(rate: int = 10_000, seconds: float = 10.0) -> dict[str, Any]:
         sidecar = Sidecar(config)
         sidecar.start()
         try:
-            counts = sidecar.pipeline.records_by_source
+            pipeline = sidecar.pipeline
+
+            def counted() -> int:
+                with pipeline.lock:
+                    return sum(cell[REQUESTS] for cell in pipeline.aggregates.cells.values())
+
             receive, send = mp.Pipe(duplex=False)
             writer = mp.Process(target=_writer, args=(str(log), rate, seconds, send))
             writer.start()
@@ -76,7 +82,7 @@ def measure(rate: int = 10_000, seconds: float = 10.0) -> dict[str, Any]:
             last = 0
             deadline = time.monotonic() + seconds + 60
             while last < total and time.monotonic() < deadline:
-                now_count = counts.get("gateway", 0)
+                now_count = counted()
                 if now_count != last:
                     seen.append((now_count, time.monotonic()))
                     last = now_count
