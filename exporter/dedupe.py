@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections.abc import Set as AbstractSet
 
 BUCKET_SECONDS = 3_600
 DEFAULT_MAX_IDS = 1_000_000
@@ -117,8 +118,15 @@ class DedupeLedger:
         return list(self._buckets)
 
     def digests(self) -> array[int]:
-        """Every id held, as its digest (the parallel replay's overlap check)."""
-        return array(self._typecode, self._seen)
+        """Every id held, as its digest, to send to another process (the hour buckets, joined)."""
+        joined = array(self._typecode)
+        for bucket in self._buckets.values():
+            joined.extend(bucket)
+        return joined
+
+    def digest_set(self) -> AbstractSet[int]:
+        """Every id held, as its digest, without a copy (read only)."""
+        return self._seen
 
     # --- checkpoint -------------------------------------------------------
     def to_state(self) -> dict[int, bytes]:

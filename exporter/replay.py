@@ -172,13 +172,14 @@ def replay_in_parts(paths: list[str], make_pipeline: Callable[[], Pipeline], dec
     """
     parts = split_ranges(paths, jobs)
 
-    def work(ranges: list[Range], meter: _Progress | None) -> PartResult:
+    def work(ranges: list[Range], meter: _Progress | None, here: bool) -> PartResult:
         pipeline = make_pipeline()
         return count_ranges(ranges, pipeline, lambda stream, limit: feed_lines(
-            read_blocks(stream, limit), pipeline, decoder, max_line_bytes, meter))
+            read_blocks(stream, limit), pipeline, decoder, max_line_bytes, meter), here=here)
 
     first_meter = _Progress(sum(end - start for _, start, end in parts[0])) if progress else None
-    works = [partial(work, ranges, first_meter if index == 0 else None) for index, ranges in enumerate(parts)]
+    works = [partial(work, ranges, first_meter if index == 0 else None, index == 0)  # run_parts runs the first here
+             for index, ranges in enumerate(parts)]
     results = run_parts(works)
     if first_meter is not None:
         first_meter.done()

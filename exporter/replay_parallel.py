@@ -27,6 +27,7 @@ import sys
 import traceback
 from array import array
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, BinaryIO
@@ -47,7 +48,7 @@ class PartResult:
 
     aggregates: Aggregates
     lines: int
-    ids: array[int]  # digests of the ids this part counted
+    ids: AbstractSet[int] | array[int]  # digests of the ids this part counted (a set when counted here)
     first_hour: int | None  # oldest and newest hour holding a counted id
     last_hour: int | None
     evicted: int
@@ -100,8 +101,13 @@ def _line_end(stream: BinaryIO, offset: int, size: int) -> int:
             return stream.tell() - len(block) + found + 1
 
 
-def count_ranges(ranges: list[Range], pipeline: Pipeline, feed: Callable[[Any, int], int]) -> PartResult:
-    """Count ``ranges`` into ``pipeline`` with ``feed(stream, limit)``; the part's result."""
+def count_ranges(ranges: list[Range], pipeline: Pipeline, feed: Callable[[Any, int], int], *,
+                 here: bool = False) -> PartResult:
+    """Count ``ranges`` into ``pipeline`` with ``feed(stream, limit)``; the part's result.
+
+    ``here``: counted in this process (the ids stay a set, no copy); else they are
+    packed in an array, cheap to send back.
+    """
     lines = 0
     for path, start, end in ranges:
         with open(path, "rb") as stream:
@@ -112,7 +118,8 @@ def count_ranges(ranges: list[Range], pipeline: Pipeline, feed: Callable[[Any, i
     caps = pipeline.caps.all()
     return PartResult(
         aggregates=pipeline.aggregates, lines=lines,
-        ids=ledger.digests(), first_hour=min(hours) if hours else None, last_hour=max(hours) if hours else None,
+        ids=ledger.digest_set() if here else ledger.digests(),
+        first_hour=min(hours) if hours else None, last_hour=max(hours) if hours else None,
         evicted=ledger.evicted, cap_values={cap.name: set(cap.values) for cap in caps},
         cap_overflow={cap.name: cap.overflow for cap in caps},
     )
@@ -155,15 +162,19 @@ def run_parts(works: Sequence[Callable[[], PartResult]]) -> list[PartResult] | s
 def why_not_additive(parts: list[PartResult], window_days: float, max_ids: int,
                      cap_sizes: dict[str, int]) -> str | None:
     """None when adding the parts gives exactly the one-pass counts; else the reason it may not."""
-    earlier: set[int] = set()
+    earlier: AbstractSet[int] = frozenset()
     for index, part in enumerate(parts):
         if part.evicted:
             return "the dedupe ledger evicted ids"
-        ids = set(part.ids)
-        if index and not earlier.isdisjoint(ids):
+        if index == 0:
+            earlier = part.ids if isinstance(part.ids, AbstractSet) else set(part.ids)
+            continue
+        if not earlier.isdisjoint(part.ids):
             return f"part {index + 1} counted request ids an earlier part holds"
-        earlier |= ids
-    if len(earlier) > max_ids:
+        if index < len(parts) - 1:
+            earlier = set(earlier)  # never the first part's own ledger
+            earlier.update(part.ids)
+    if sum(len(part.ids) for part in parts) > max_ids:  # disjoint by now
         return "more request ids than the dedupe ledger keeps"
     hours = [h for p in parts for h in (p.first_hour, p.last_hour) if h is not None]
     if hours and max(hours) - min(hours) > window_days * 86_400 // BUCKET_SECONDS:
