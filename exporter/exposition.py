@@ -20,6 +20,7 @@ names all come from ``exporter.catalog``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 
 from exporter import catalog
 from exporter.aggregate import (
@@ -47,6 +48,9 @@ def escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+_escape_once = lru_cache(maxsize=1 << 16)(escape)  # months, models, versions recur in thousands of series
+
+
 def format_value(value: float | int) -> str:
     if type(value) is int:
         return str(value)
@@ -57,39 +61,65 @@ def format_value(value: float | int) -> str:
     return repr(float(value))
 
 
+class _LabelText:
+    """``{name="value",...}`` per label-value tuple, for every family with these label names.
+
+    Families that share label names (requests and output tokens; spend and the
+    cache dollars...) share the cache, so each series' text is built once, and a
+    value is escaped once however many series carry it.
+    """
+
+    def __init__(self, names: Labels) -> None:
+        self.template = "{{" + ",".join(f'{n}="{{}}"' for n in names) + "}}" if names else ""  # str.format
+        self.texts: dict[Labels, str] = {}
+
+    def __call__(self, values: Labels) -> str:
+        text = self.texts.get(values)
+        if text is None:
+            text = self.texts[values] = self.template.format(*map(_escape_once, values))
+        return text
+
+
 class _Family:
     """One metric's series: label text cached per series, values looked up per scrape."""
 
-    def __init__(self, spec: catalog.MetricSpec) -> None:
+    def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
         self.spec = spec
-        self.label_text: dict[Labels, str] = {}
+        self.labels_of = label_text
         header = f"# HELP {{name}} {spec.help}\n# TYPE {{name}} {spec.type}\n"
         self.text_header = header.format(name=spec.name)
         self.om_header = header.format(name=spec.family_name)
         self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
-
-    def labels_of(self, values: Labels) -> str:
-        text = self.label_text.get(values)
-        if text is None:
-            pairs = ",".join(f'{n}="{escape(v)}"' for n, v in zip(self.spec.labels, values, strict=True))
-            text = self.label_text[values] = "{" + pairs + "}" if pairs else ""
-        return text
 
     def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,
                month_start: Callable[[str], float]) -> None:
         spec = self.spec
         out.append(self.om_header if openmetrics else self.text_header)
         name = spec.name
+        labels_of = self.labels_of
+        if not (openmetrics and spec.type == "counter" and self.has_month):
+            out.extend([f"{name}{labels_of(values)} {format_value(value)}\n" for values, value in series])
+            return
         created = spec.family_name + "_created"
         for values, value in series:
-            labels = self.labels_of(values)
+            labels = labels_of(values)
             out.append(f"{name}{labels} {format_value(value)}\n")
-            if openmetrics and spec.type == "counter" and self.has_month and values[0] != UNKNOWN_MONTH:
+            if values[0] != UNKNOWN_MONTH:
                 out.append(f"{created}{labels} {format_value(month_start(values[0]))}\n")
 
 
-_TIERS = ("fresh", "cache_read", "cache_write_5m", "cache_write_1h")
-_TIER_INDEX = (FRESH, CACHE_READ, WRITE_5M, WRITE_1H)
+# A cell's values, in the order of its value vector (see Exposition._vector): token sums, then dollars.
+_TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
+_V_REQUESTS, _V_OUTPUT, _V_FRESH, _V_CACHE_READ, _V_WRITE_5M, _V_WRITE_1H, _V_WOULD_SAVE = range(7)
+_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(7, 12)
+
+SeriesKey = tuple[str, Labels]  # (metric name, label values)
+_P = catalog.PREFIX
+_REQUESTS, _OUTPUT, _PROMPT, _WOULD_SAVE = (_P + "requests_total", _P + "output_tokens_total",
+                                            _P + "prompt_tokens_total", _P + "would_have_saved_tokens_total")
+_SPEND, _CACHE_SAVINGS, _CACHE_PREMIUM = (_P + "spend_usd_total", _P + "cache_read_savings_usd_total",
+                                          _P + "cache_write_premium_usd_total")
+_USD_SAVED, _WOULD_SAVE_USD = _P + "usd_saved_total", _P + "would_have_saved_usd_total"
 
 
 class Exposition:
@@ -97,68 +127,74 @@ class Exposition:
 
     def __init__(self, month_start: Callable[[str], float]) -> None:
         self.month_start = month_start
-        self.families = {spec.name: _Family(spec) for spec in catalog.CATALOG}
-        # cell-derived sums: metric -> series labels -> value, and series -> its cells
+        label_texts: dict[Labels, _LabelText] = {}
+        self.families = {spec.name: _Family(spec, label_texts.setdefault(spec.labels, _LabelText(spec.labels)))
+                         for spec in catalog.CATALOG}
+        # cell-derived sums: metric -> series labels -> value; each series' cells and which of their values
         self._sums: dict[str, dict[Labels, float | int]] = {}
-        self._members: dict[tuple[str, Labels], list[CellKey]] = {}
-        self._cell_series: dict[CellKey, list[tuple[str, Labels]]] = {}
-        self._dollars: dict[CellKey, dict[str, float]] = {}  # per cell, until the cell changes
+        self._members: dict[SeriesKey, list[CellKey]] = {}
+        self._value_index: dict[SeriesKey, int] = {}
+        self._cell_series: dict[CellKey, list[SeriesKey]] = {}
+        self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
         self._aggregates_id = 0
 
     def reset(self) -> None:
         self._sums.clear()
         self._members.clear()
+        self._value_index.clear()
         self._cell_series.clear()
-        self._dollars.clear()
+        self._vectors.clear()
 
-    def _series_of(self, agg: Aggregates, key: CellKey) -> list[tuple[str, Labels]]:
+    def _series_of(self, agg: Aggregates, key: CellKey) -> list[SeriesKey]:
         """The summed series a cell contributes to (fixed for the cell's lifetime)."""
         found = self._cell_series.get(key)
         if found is not None:
             return found
         month, model, tenant, method, rate_id = key
-        p = catalog.PREFIX
-        series: list[tuple[str, Labels]] = [(p + "requests_total", (month, model, tenant)),
-                                            (p + "output_tokens_total", (month, model, tenant))]
-        series += [(p + "prompt_tokens_total", (month, model, tenant, tier)) for tier in _TIERS]
+        base = (month, model, tenant)
+        series: list[tuple[SeriesKey, int]] = [
+            ((_REQUESTS, base), _V_REQUESTS), ((_OUTPUT, base), _V_OUTPUT),
+            ((_PROMPT, (month, model, tenant, "fresh")), _V_FRESH),
+            ((_PROMPT, (month, model, tenant, "cache_read")), _V_CACHE_READ),
+            ((_PROMPT, (month, model, tenant, "cache_write_5m")), _V_WRITE_5M),
+            ((_PROMPT, (month, model, tenant, "cache_write_1h")), _V_WRITE_1H),
+        ]
         if method:
-            series.append((p + "would_have_saved_tokens_total", (month, model, tenant, method)))
+            series.append(((_WOULD_SAVE, (month, model, tenant, method)), _V_WOULD_SAVE))
         if rate_id >= 0:
             rates = agg.rate_book[rate_id]
-            version = rates.version
-            _factor, source = rates.factor(method or None)
-            for name in ("spend_usd_total", "cache_read_savings_usd_total", "cache_write_premium_usd_total"):
-                series.append((p + name, (month, model, tenant, version)))
+            versioned = (month, model, tenant, rates.version)
+            series += [((_SPEND, versioned), _V_SPEND), ((_CACHE_SAVINGS, versioned), _V_CACHE_SAVINGS),
+                       ((_CACHE_PREMIUM, versioned), _V_CACHE_PREMIUM)]
             if method:
-                series.append((p + "usd_saved_total", (month, model, tenant, method, version, source)))
-                series.append((p + "would_have_saved_usd_total", (month, model, tenant, method, version, source)))
-        for entry in series:
-            self._members.setdefault(entry, []).append(key)
-        self._cell_series[key] = series
-        return series
+                _factor, source = rates.factor(method)
+                provenance = (month, model, tenant, method, rates.version, source)
+                series += [((_USD_SAVED, provenance), _V_USD_SAVED), ((_WOULD_SAVE_USD, provenance), _V_WOULD_SAVE_USD)]
+        members, value_index = self._members, self._value_index
+        for entry, index in series:
+            found_members = members.get(entry)
+            if found_members is None:
+                members[entry] = [key]
+                value_index[entry] = index
+            else:
+                found_members.append(key)
+        keys = self._cell_series[key] = [entry for entry, _index in series]
+        return keys
 
-    def _cell_value(self, agg: Aggregates, metric: str, labels: Labels, key: CellKey) -> float | int:
-        cell = agg.cells[key]
-        short = metric[len(catalog.PREFIX):]
-        if short == "requests_total":
-            return cell[REQUESTS]
-        if short == "output_tokens_total":
-            return cell[OUTPUT]
-        if short == "prompt_tokens_total":
-            return cell[_TIER_INDEX[_TIERS.index(labels[3])]]
-        if short == "would_have_saved_tokens_total":
-            return cell[WOULD_SAVE]
-        by_metric = self._dollars.get(key)
-        if by_metric is None:  # one cell_dollars per changed cell, not one per dollar series
-            dollars = cell_dollars(cell, agg.rate_book[key[4]], key[3])
-            by_metric = self._dollars[key] = {
-                "spend_usd_total": dollars.spend,
-                "cache_read_savings_usd_total": dollars.cache_read_savings,
-                "cache_write_premium_usd_total": dollars.cache_write_premium,
-                "usd_saved_total": dollars.usd_saved,
-                "would_have_saved_usd_total": dollars.would_have_saved,
-            }
-        return by_metric[short]
+    def _vector(self, agg: Aggregates, key: CellKey) -> tuple[float | int, ...]:
+        """All of a cell's series values: one ``cell_dollars`` per changed cell, not one per dollar series."""
+        found = self._vectors.get(key)
+        if found is None:
+            cell = agg.cells[key]
+            tokens = tuple([cell[field] for field in _TOKEN_FIELDS])
+            if key[4] < 0:  # unpriced: no dollar series
+                found = tokens
+            else:
+                d = cell_dollars(cell, agg.rate_book[key[4]], key[3])
+                found = (*tokens, d.spend, d.cache_read_savings, d.cache_write_premium, d.usd_saved,
+                         d.would_have_saved)
+            self._vectors[key] = found
+        return found
 
     def _update_sums(self, agg: Aggregates) -> None:
         if id(agg) != self._aggregates_id or agg.dirty_all:
@@ -171,17 +207,23 @@ class Exposition:
         agg.dirty.clear()
         # a dict, not a set: series first appear in cell order, the same in every
         # process (set order of str tuples changes with PYTHONHASHSEED)
-        touched: dict[tuple[str, Labels], None] = {}
+        touched: dict[SeriesKey, None] = {}
+        vectors = self._vectors
         for key in dirty:
-            self._dollars.pop(key, None)
+            vectors.pop(key, None)
             if key in agg.cells:
                 touched.update(dict.fromkeys(self._series_of(agg, key)))
-        for metric, labels in touched:
-            members = self._members[(metric, labels)]
+        sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
+        for entry in touched:
+            index = value_index[entry]
             total: float | int = 0
-            for key in members:
-                total += self._cell_value(agg, metric, labels, key)
-            self._sums.setdefault(metric, {})[labels] = total
+            for key in members[entry]:  # in cell order: the same float sum every time
+                total += vector(agg, key)[index]
+            metric, labels = entry
+            by_labels = sums.get(metric)
+            if by_labels is None:
+                by_labels = sums[metric] = {}
+            by_labels[labels] = total
 
     def series(
         self, agg: Aggregates, health: Iterable[HealthSample]

@@ -175,17 +175,19 @@ Profiled on 2026-11-30 with py-spy
 tests/fixtures/engine/prices_two_versions.yaml <100,000 of the benchmark's records>`; `python
 tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
 
-- **Ingest vs mtail.** After the replay optimisation (typed msgspec usage structs, a timestamp fast
-  path, remembered price/label routes in `Pipeline.apply`) a record costs about 58k instructions
-  (callgrind; it was 102k) against about 11k for a typed decode alone. Where the rest goes
-  (cProfile, 1M records): `Pipeline.apply` bookkeeping (the largest share: tuple hashing of freshly
-  decoded strings, eight integer updates per cell, component attribution), the dedupe digest
-  (blake2b, about 1 us per record; xxhash would be about 0.1 us but changes the checkpointed
-  digests), and the call layers from `replay_files` down to `apply`. mtail's program does none of
-  the arithmetic (one regexp per line); ours now matches or beats it per CPU-second, and a 3x lead
-  would need the whole arithmetic after decoding to cost about a quarter of mtail's time. What would
-  move it further: batching the aggregate updates, a cheaper digest, fewer call layers, and
-  replaying disjoint files in parallel processes.
+- **Ingest vs mtail.** Two changes since the first run (1.09x). Per record: replay's dedupe ledger
+  keys ids by the process's own string hash (it is never checkpointed; the sidecar keeps the stable
+  blake2b digest), lines go to the pipeline a block at a time (one NUL/CR/length check per 1 MiB
+  block), routes hold their cell, the ledger files an id straight into the last hour's bucket, and
+  bookkeeping nothing read was dropped: 53.4k -> 44.6k instructions per record (callgrind, 40,000
+  records minus none), of which the typed msgspec decode is about 10.6k, the timestamp 5.2k, usage
+  normalisation 3.2k, `Pipeline.apply` with the ledger about 17k. Per input: `replay --jobs` (default
+  one per CPU) counts disjoint line ranges of inputs over 32 MiB in forked processes and adds the
+  integer aggregates only when the parts are provably independent (no id in two parts, no window
+  expiry, no eviction, no label cap reached), else counts again in one pass; the JSON is identical
+  (`tests/test_replay_parallel.py`). What bounds it now: Python work per record (about 15 us of CPU
+  against mtail's 27) on the machine's two cores; mtail's one-regexp program does none of the
+  arithmetic. The CPU ratio (in the notes) is the per-core comparison.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
