@@ -49,8 +49,11 @@ class _CacheCreation(msgspec.Struct, gc=False):
     ephemeral_1h_input_tokens: Opt = UNSET
 
 
-class _Usage(msgspec.Struct, gc=False):
-    """The union of the keys of every shape ``usage.normalise_usage`` knows."""
+class _Usage(msgspec.Struct, gc=False, kw_only=True):
+    """The union of the keys of every shape ``usage.normalise_usage`` knows.
+
+    Fields in the order providers write them (msgspec matches the next field first).
+    """
 
     # OpenAI chat completions (+ DeepSeek's hit/miss)
     prompt_tokens: Opt = UNSET
@@ -58,14 +61,14 @@ class _Usage(msgspec.Struct, gc=False):
     prompt_tokens_details: _Details | UnsetType | None = UNSET
     prompt_cache_hit_tokens: Opt = UNSET
     prompt_cache_miss_tokens: Opt = UNSET
-    # OpenAI responses and Anthropic
+    # Anthropic and OpenAI responses
     input_tokens: Opt = UNSET
-    output_tokens: Opt = UNSET
-    input_tokens_details: _Details | UnsetType | None = UNSET
-    output_tokens_details: Any = UNSET  # only its presence tells the shape
     cache_read_input_tokens: Opt = UNSET
     cache_creation_input_tokens: Opt = UNSET
+    output_tokens: Opt = UNSET
     cache_creation: _CacheCreation | UnsetType | None = UNSET
+    input_tokens_details: _Details | UnsetType | None = UNSET
+    output_tokens_details: Any = UNSET  # only its presence tells the shape
     # Gemini
     promptTokenCount: Opt = UNSET
     cachedContentTokenCount: Opt = UNSET
@@ -78,24 +81,24 @@ class _Usage(msgspec.Struct, gc=False):
     cacheWriteInputTokens: Opt = UNSET
 
 
-class _Line(msgspec.Struct, gc=False):
-    """One record line. ``gc=False`` (here and above): decoded JSON cannot form a cycle."""
+class _Line(msgspec.Struct, gc=False, kw_only=True):
+    """One record line, fields in DESIGN.md's order. ``gc=False`` (here and above): decoded JSON cannot form a cycle."""
 
     ts: int | float | str
-    model: Annotated[str, msgspec.Meta(min_length=1)]
     request_id: str | int | None = None
+    model: Annotated[str, msgspec.Meta(min_length=1)]
     provider: str | int | None = None
     tenant: str | int | None = None
-    count_method: str | None = None
     tokens_before: Count | None = None
     tokens_after: Count | None = None
+    count_method: str | None = None
+    # Present only to send such lines to the reference path (they need counting).
+    text_before: Any = UNSET
+    text_after: Any = UNSET
     would_have_saved: Count | None = None
     components: list[_Component] | None = None
     usage: _Usage | None = None
     source_dialect: Any = None
-    # Present only to send such lines to the reference path (they need counting).
-    text_before: Any = UNSET
-    text_after: Any = UNSET
     messages_before: Any = UNSET
     messages_after: Any = UNSET
 
