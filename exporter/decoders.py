@@ -48,21 +48,21 @@ class LazyTextCounter:
 class LineDecoder:
     """Callable bytes -> Record | Rejection | None, with the text counter it uses.
 
-    Sources that feed many lines pass ``decode_line`` itself to the pipeline:
-    for canonical records it is ``parse_line`` bound to the counter (one call
-    layer less per line than calling this object).
+    Sources that feed many lines pass ``decode_line`` to ``Pipeline.ingest_lines``:
+    None for canonical records, which the pipeline's own fast path counts
+    without building a ``Record`` (with the pipeline's counter: sources build
+    their decoders with it).
     """
 
     def __init__(self, name: str, to_canonical: Callable[[Any], Any] | None, counter: TextCounter) -> None:
         self.name = name
         self.counter = counter
         self._to_canonical = to_canonical
-        self.decode_line: Callable[[bytes], Record | Rejection | None] = (
-            partial(parse_line, counter=counter) if to_canonical is None
-            else partial(decode_json_line, decode=self.decode_object))
+        self.decode_line: Callable[[bytes], Record | Rejection | None] | None = (
+            None if to_canonical is None else partial(decode_json_line, decode=self.decode_object))
 
     def __call__(self, line: bytes) -> Record | Rejection | None:
-        return self.decode_line(line)
+        return parse_line(line, self.counter) if self.decode_line is None else self.decode_line(line)
 
     def decode_object(self, obj: Any) -> Record | Rejection:
         if self._to_canonical is not None:

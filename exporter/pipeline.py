@@ -14,9 +14,10 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from msgspec.structs import astuple
 
 from exporter.aggregate import (
     CACHE_READ,
@@ -33,6 +34,7 @@ from exporter.aggregate import (
     CellKey,
 )
 from exporter.dedupe import DedupeLedger
+from exporter.fastparse import fast_parse
 from exporter.labels import LabelCaps
 from exporter.prices import PricedModel, PriceTable
 from exporter.records import (
@@ -40,9 +42,11 @@ from exporter.records import (
     Record,
     Rejection,
     TextCounter,
-    parse_line,
+    parse_line_reference,
     parse_object,
+    parse_ts,
 )
+from exporter.usage import Usage
 
 UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
@@ -131,17 +135,36 @@ class Pipeline:
         self.ingest_lines((line,), source, decoder)
 
     def ingest_lines(self, lines: Iterable[bytes], source: str = "replay", decoder: LineDecoder | None = None) -> None:
-        """Complete lines (no newline) of one source, in order; blank lines are no record."""
-        decode = decoder if decoder is not None else partial(parse_line, counter=self.counter)
+        """Complete lines (no newline) of one source, in order; blank lines are no record.
+
+        Without a decoder the lines are canonical records: the fast path counts an
+        ordinary line straight from its decoded fields (``count_record``), anything
+        else goes through the reference parser.
+        """
+        if decoder is None:
+            self._ingest_canonical(lines)
+            return
         apply = self.apply
         for line in lines:
             try:
-                result = decode(line)
+                result = decoder(line)
             except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
                 result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
             if type(result) is Record:  # the common case first: one call less per line
                 apply(result)
             elif result is not None:
+                self._consume(result)
+
+    def _ingest_canonical(self, lines: Iterable[bytes]) -> None:
+        count_record, counter = self.count_record, self.counter
+        for line in lines:
+            try:
+                if fast_parse(line, count_record, parse_ts, MAX_EPOCH_SECONDS) is not None:
+                    continue
+                result = parse_line_reference(line, counter)
+            except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
+                result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
+            if result is not None:
                 self._consume(result)
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
@@ -167,8 +190,20 @@ class Pipeline:
         self.apply(result)
 
     def apply(self, record: Record) -> None:
+        self.count_record(*astuple(record))
+
+    def count_record(
+        self, ts: float, request_id: str | None, model: str, provider: str | None, tenant: str | None,
+        before: int | None, after: int | None, count_method: str | None, would_save: int | None,
+        components: tuple[tuple[str, int], ...], usage: Usage | None, flags: tuple[str, ...] = (),
+        source_dialect: str | None = None,
+    ) -> bool:
+        """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
+
+        The fast path of canonical lines (``fastparse.fast_parse``) calls this with
+        the fields it decoded, so an ordinary line never builds a ``Record``.
+        """
         agg = self.aggregates
-        ts = record.ts
         slot = self._slots.get(ts // SLOT_SECONDS)
         if slot is None:
             slot = self._slot(ts)
@@ -176,20 +211,17 @@ class Pipeline:
         if self.oldest_month is not None and month < self.oldest_month:
             # its own month is no longer published: count it where it stays visible
             agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
-            return
-        request_id = record.request_id
+            return True
         if request_id is not None and self.ledger.seen_before(request_id, ts):
             agg.count(agg.duplicates, month)
-            return
+            return True
         if ts > agg.newest_ts:
             agg.newest_ts = ts
-        before, after, would_save = record.tokens_before, record.tokens_after, record.would_have_saved
         has_savings = before is not None and after is not None
         if agg.cells is not self._routes_cells:  # routes hold cells and rate ids of these aggregates
             self._clear_routes(agg)
         # labelled (the last item): only records with savings or shadow figures have a method label
-        key = (month, version, record.model, record.provider, record.tenant, record.count_method,
-               has_savings or would_save is not None)
+        key = (month, version, model, provider, tenant, count_method, has_savings or would_save is not None)
         route = self._routes.get(key)
         if route is None:
             route = self._route(key, ts)
@@ -198,7 +230,6 @@ class Pipeline:
             agg.count(agg.unpriced, unpriced)
         agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
-        usage = record.usage
         if usage is not None:
             cell[FRESH] += usage.fresh_input
             cell[CACHE_READ] += usage.cache_read
@@ -211,21 +242,22 @@ class Pipeline:
             assert before is not None and after is not None
             saved = before - after if before > after else 0
             cell[SAVED] += saved
-            if record.components:
-                self._attribute(cell_key, saved, record.components)
+            if components:
+                self._attribute(cell_key, saved, components)
             else:  # the common case of _attribute: all of it unattributed
-                components = agg.components
-                components[unattributed] = components.get(unattributed, 0) + saved
-            if usage is not None and record.count_method != "provider":
+                by_component = agg.components
+                by_component[unattributed] = by_component.get(unattributed, 0) + saved
+            if usage is not None and count_method != "provider":
                 div_key = compacted if saved else untouched
                 pair = agg.divergence.get(div_key)
                 if pair is None:
                     pair = agg.divergence[div_key] = [0, 0]
                 pair[0] += after
                 pair[1] += usage.fresh_input + usage.cache_read + usage.cache_write_5m + usage.cache_write_1h
-        if record.flags:
-            for flag in record.flags:
+        if flags:
+            for flag in flags:
                 agg.count(agg.flagged, (month, flag))
+        return True
 
     # --- routes: where a record's figures go ---------------------------------
     @property

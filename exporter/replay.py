@@ -119,7 +119,7 @@ def feed_lines(blocks: Iterable[tuple[list[bytes], bool]], pipeline: Pipeline, d
                max_line_bytes: int, meter: _Progress | None = None) -> int:
     """The replay loop: lines through the tailer's line rules, then the pipeline; returns lines read."""
     count = 0
-    decode = decoder.decode_line if decoder is not None else None  # None: parse_line with the pipeline's counter
+    decode = decoder.decode_line if decoder is not None else None  # None: canonical, the pipeline's fast path
     for lines, unusual in blocks:
         count += len(lines)
         if unusual or max(map(len, lines)) > max_line_bytes:  # (a block holds one line at least)

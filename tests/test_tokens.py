@@ -336,9 +336,9 @@ def test_cache_is_bounded_lru_and_keys_hold_no_text() -> None:
     assert counter.cache_info()["misses"] == 6
     counter.count_text(texts[4])  # still there
     assert counter.cache_info()["hits"] == 1
-    for enc_name, digest in counter._cache:
-        assert enc_name == "o200k_base" and len(digest) == 16
-        assert not any(t.encode() in digest for t in texts)
+    for key in counter._cache:  # (encoding, 64-bit hash, length): nothing of the text
+        assert key[0] == "o200k_base" and all(type(part) is int for part in key[1:])
+        assert key[1:] in {(hash(t), len(t)) for t in texts}
 
 
 def test_per_message_versus_concatenation_is_documented_behaviour() -> None:
