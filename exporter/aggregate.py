@@ -94,7 +94,6 @@ class Aggregates:
         self.rate_book: list[PricedModel] = []
         self._rate_ids: dict[PricedModel, int] = {}
         self.newest_ts = 0.0
-        self.dirty: set[CellKey] = set()  # cells changed since the last render
         self.dirty_all = True  # the renderer must rebuild everything (restore, dropped months)
 
     def rate_id(self, rates: PricedModel) -> int:

@@ -8,8 +8,8 @@ building prometheus_client sample objects on every scrape:
   divergence, unpriced, duplicates, rejects, flags) are rendered straight from
   that table, with each series' label text built once and cached;
 - series that sum several cells (requests, spend, dollars saved...) are kept
-  in per-metric tables updated only for the cells the pipeline marked dirty
-  since the last scrape; a dirty series is re-summed exactly from its cells.
+  in per-metric tables updated only for the cells that changed since the last
+  scrape; such a series is re-summed exactly from its cells.
 
 Both the Prometheus text format 0.0.4 and OpenMetrics 1.0.0 are produced;
 OpenMetrics adds ``_created`` = the month's start for every month series, so a
@@ -136,6 +136,7 @@ class Exposition:
         self._value_index: dict[SeriesKey, int] = {}
         self._cell_series: dict[CellKey, list[SeriesKey]] = {}
         self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
+        self._seen_cells: dict[CellKey, list[int]] = {}  # each cell as the last render saw it
         self._aggregates_id = 0
 
     def reset(self) -> None:
@@ -144,6 +145,7 @@ class Exposition:
         self._value_index.clear()
         self._cell_series.clear()
         self._vectors.clear()
+        self._seen_cells.clear()
 
     def _series_of(self, agg: Aggregates, key: CellKey) -> list[SeriesKey]:
         """The summed series a cell contributes to (fixed for the cell's lifetime)."""
@@ -197,22 +199,29 @@ class Exposition:
         return found
 
     def _update_sums(self, agg: Aggregates) -> None:
+        """Re-sum the series of the cells that changed since the last render.
+
+        A changed cell is found by comparing it with the copy kept at the last
+        render (a C-level list compare per cell), so the pipeline's per-record
+        path keeps no change set.
+        """
+        seen = self._seen_cells
         if id(agg) != self._aggregates_id or agg.dirty_all:
             self.reset()
             self._aggregates_id = id(agg)
-            dirty: Iterable[CellKey] = list(agg.cells)
+            dirty = list(agg.cells)
             agg.dirty_all = False
         else:
-            dirty = list(agg.dirty)
-        agg.dirty.clear()
+            dirty = [key for key, cell in agg.cells.items() if seen.get(key) != cell]
+        for key in dirty:
+            seen[key] = agg.cells[key].copy()
         # a dict, not a set: series first appear in cell order, the same in every
         # process (set order of str tuples changes with PYTHONHASHSEED)
         touched: dict[SeriesKey, None] = {}
         vectors = self._vectors
         for key in dirty:
             vectors.pop(key, None)
-            if key in agg.cells:
-                touched.update(dict.fromkeys(self._series_of(agg, key)))
+            touched.update(dict.fromkeys(self._series_of(agg, key)))
         sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
         for entry in touched:
             index = value_index[entry]

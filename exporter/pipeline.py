@@ -228,7 +228,6 @@ class Pipeline:
         cell, cell_key, unpriced, unattributed, compacted, untouched = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
-        agg.dirty.add(cell_key)
         cell[REQUESTS] += 1
         if usage is not None:
             cell[FRESH] += usage.fresh_input

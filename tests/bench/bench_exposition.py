@@ -105,7 +105,6 @@ def update_cells(pipeline: Pipeline, share: float, rng: random.Random) -> None:
         cell = agg.cells[key]
         cell[REQUESTS] += 1
         cell[SAVED] += 10
-        agg.dirty.add(key)
 
 
 def run(size: int, repeat: int) -> dict[str, float]:

@@ -200,7 +200,7 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   shorter effective window at high request rates. A denser structure (8-16 bytes per id) would
   let the same memory hold a longer window.
 - **Cold scrape.** The first scrape after a start or a restore builds every series' label text and
-  sum; later scrapes re-sum only the cells the pipeline marked dirty. The 1/5 target is checked in
+  sum; later scrapes re-sum only the series of cells that changed. The 1/5 target is checked in
   steady state; the cold figure is shown for what it is.
 """
 
