@@ -204,7 +204,7 @@ def fast_ts(text: str, reference: Callable[[Any], float], max_seconds: float) ->
     second = _SIXTY.get(text[17:19])
     if second is None:
         return None
-    if text[19:] == "Z":
+    if len(text) == 20 and text[19] == "Z":  # no slice: this runs for every record
         seconds = float(start + second)
     else:
         fraction = text[20:-1]
