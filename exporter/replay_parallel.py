@@ -162,18 +162,17 @@ def run_parts(works: Sequence[Callable[[], PartResult]]) -> list[PartResult] | s
 def why_not_additive(parts: list[PartResult], window_days: float, max_ids: int,
                      cap_sizes: dict[str, int]) -> str | None:
     """None when adding the parts gives exactly the one-pass counts; else the reason it may not."""
-    earlier: AbstractSet[int] = frozenset()
+    first = parts[0].ids if isinstance(parts[0].ids, AbstractSet) else set(parts[0].ids)
+    between: set[int] = set()  # the ids of the parts after the first and before this one
     for index, part in enumerate(parts):
         if part.evicted:
             return "the dedupe ledger evicted ids"
         if index == 0:
-            earlier = part.ids if isinstance(part.ids, AbstractSet) else set(part.ids)
             continue
-        if not earlier.isdisjoint(part.ids):
+        if not first.isdisjoint(part.ids) or not between.isdisjoint(part.ids):
             return f"part {index + 1} counted request ids an earlier part holds"
         if index < len(parts) - 1:
-            earlier = set(earlier)  # never the first part's own ledger
-            earlier.update(part.ids)
+            between.update(part.ids)
     if sum(len(part.ids) for part in parts) > max_ids:  # disjoint by now
         return "more request ids than the dedupe ledger keeps"
     hours = [h for p in parts for h in (p.first_hour, p.last_hour) if h is not None]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import exporter.replay as replay_module
+from exporter.aggregate import Aggregates
 from exporter.cli import main
 from exporter.decoders import make_line_decoder
 from exporter.prices import load_price_table
 from exporter.replay import replay_in_parts, replay_pipeline
-from exporter.replay_parallel import PartResult, run_parts, split_ranges
+from exporter.replay_parallel import PartResult, run_parts, split_ranges, why_not_additive
 
 PRICES = Path(__file__).parent / "fixtures" / "engine" / "prices_two_versions.yaml"
 
@@ -179,6 +181,26 @@ def _counts() -> PartResult:
     decoder = make_line_decoder("canonical")
     pipeline = replay_pipeline(load_price_table(PRICES), decoder)
     return PartResult(pipeline.aggregates, 0, pipeline.ledger.digests(), None, None, 0, {}, {})
+
+
+def _part(ids: list[int], here: bool = False, hours: tuple[int, int] = (10, 12)) -> PartResult:
+    held = set(ids) if here else array("q", ids)
+    return PartResult(Aggregates(), 0, held, *hours, 0, {"tenant": set()}, {"tenant": 0})
+
+
+def test_overlap_with_any_earlier_part_is_found() -> None:
+    caps = {"tenant": 10}
+    assert why_not_additive([_part([1, 2], here=True), _part([3, 4]), _part([5, 6])], 40, 100, caps) is None
+    with_middle = [_part([1, 2], here=True), _part([3, 4]), _part([4, 5])]
+    assert why_not_additive(with_middle, 40, 100, caps) == "part 3 counted request ids an earlier part holds"
+    with_first = [_part([1, 2], here=True), _part([3, 4]), _part([2, 5])]
+    assert why_not_additive(with_first, 40, 100, caps) == "part 3 counted request ids an earlier part holds"
+    first_untouched = with_middle[0].ids
+    assert first_untouched == {1, 2}  # the first part's own ledger set is never written
+    assert why_not_additive([_part([1], here=True), _part([2])], 40, 1, caps) == \
+        "more request ids than the dedupe ledger keeps"
+    assert why_not_additive([_part([1], True, (0, 10)), _part([2], False, (900, 970))], 40, 100, caps) == \
+        "the records span more than the dedupe window"
 
 
 def test_a_failed_worker_is_reported_not_lost() -> None:
