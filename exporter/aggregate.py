@@ -14,8 +14,7 @@ Cell layout (``CellKey`` -> list of ints, indices below):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from exporter.prices import PER_MILLION, PricedModel
 
@@ -27,8 +26,9 @@ UNPRICED = -1
 UNKNOWN_MONTH = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class Dollars:
+class Dollars(NamedTuple):
+    """A cell's dollar figures (a named tuple: built for every changed cell at every scrape)."""
+
     spend: float
     usd_saved: float
     would_have_saved: float
@@ -54,22 +54,17 @@ def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
     ) / PER_MILLION
     # The provider's cache effect per tier; a tier cheaper than input is a saving,
     # dearer a premium, so both counters only ever grow.
-    effects = (
-        cell[CACHE_READ] * (rates.input - rates.cache_read),
-        cell[WRITE_5M] * (rates.input - rates.cache_write_5m),
-        cell[WRITE_1H] * (rates.input - rates.cache_write_1h),
-    )
-    savings = sum(e for e in effects if e > 0) / PER_MILLION
-    premium = -sum(e for e in effects if e < 0) / PER_MILLION
-    return Dollars(
-        spend=spend,
-        usd_saved=cell[SAVED] * factor * rates.input / PER_MILLION,
-        would_have_saved=cell[WOULD_SAVE] * factor * rates.input / PER_MILLION,
-        cache_read_savings=savings,
-        cache_write_premium=premium,
-        factor=factor,
-        factor_source=factor_source,
-    )
+    savings = premium = 0.0
+    for effect in (cell[CACHE_READ] * (rates.input - rates.cache_read),
+                   cell[WRITE_5M] * (rates.input - rates.cache_write_5m),
+                   cell[WRITE_1H] * (rates.input - rates.cache_write_1h)):
+        if effect > 0:
+            savings += effect
+        elif effect < 0:
+            premium -= effect
+    return Dollars(spend, cell[SAVED] * factor * rates.input / PER_MILLION,
+                   cell[WOULD_SAVE] * factor * rates.input / PER_MILLION,
+                   savings / PER_MILLION, premium / PER_MILLION, factor, factor_source)
 
 
 def _by_labels_and_rates(item: tuple[CellKey, list[int], PricedModel | None]) -> tuple[Any, ...]:
