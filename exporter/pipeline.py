@@ -107,10 +107,11 @@ class Pipeline:
     ) -> None:
         self.prices = prices
         self.month_of = MonthOf(timezone)
-        self.caps = caps or LabelCaps()
+        # `is None`, not `or`: an empty ledger is falsy (it has a length), and must still be used
+        self.caps = caps if caps is not None else LabelCaps()
         self.counter = counter
-        self.aggregates = aggregates or Aggregates()
-        self.ledger = ledger or DedupeLedger(dedupe_window_days)
+        self.aggregates = aggregates if aggregates is not None else Aggregates()
+        self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
         self.lock = threading.RLock()
         self._preload_caps()

@@ -187,3 +187,23 @@ def test_ledger_follows_its_rules_in_any_order(events: list[tuple[int, int]], ma
         request_id = f"id-{number}"
         assert ledger.seen_before(request_id, T0 + ts) == model.seen_before(request_id, T0 + ts)
         assert len(ledger) == len(model.alive)
+
+
+def test_an_empty_ledger_given_to_the_pipeline_is_the_one_used(tmp_path: Path) -> None:
+    """An empty ledger is falsy (it has a length): the pipeline once swapped it for a default one,
+    so a fresh sidecar ignored ``dedupe_max_ids`` and replay hashed ids with blake2b."""
+    from sidecar_helpers import make_config
+
+    from exporter.decoders import make_line_decoder
+    from exporter.replay import replay_pipeline
+    from exporter.sidecar import Sidecar
+
+    sidecar = Sidecar(make_config(tmp_path, dedupe_max_ids=50))
+    ledger = sidecar.pipeline.ledger
+    assert ledger.max_ids == 50 and ledger.stable
+    for i in range(200):
+        sidecar.pipeline.ingest_line(raw(request_id=f"id-{i}"))
+    assert len(ledger) <= 50 and ledger.evicted >= 150
+    assert not replay_pipeline(load_price_table(PRICES), make_line_decoder("canonical")).ledger.stable
+    given = DedupeLedger(3.0)
+    assert Pipeline(load_price_table(PRICES), ledger=given).ledger is given
