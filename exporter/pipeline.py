@@ -52,6 +52,10 @@ UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
 UNATTRIBUTED = "unattributed"
 
+# msgspec (the fast path) raises RecursionError on ~50k nested objects (orjson's limit is 1024);
+# found by tests/test_hostile_corpus.py
+NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
+
 MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
 SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
@@ -149,8 +153,8 @@ class Pipeline:
         for line in lines:
             try:
                 result = decoder(line)
-            except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
-                result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
+            except RecursionError:
+                result = NESTS_TOO_DEEPLY
             if type(result) is Record:  # the common case first: one call less per line
                 apply(result)
             elif result is not None:
@@ -163,8 +167,8 @@ class Pipeline:
                 if fast_parse(line, count_record, parse_ts, MAX_EPOCH_SECONDS) is not None:
                     continue
                 result = parse_line_reference(line, counter)
-            except RecursionError:  # msgspec (the fast path) on ~50k nested objects; orjson's limit is 1024
-                result = Rejection("invalid_json", "line nests too deeply")  # found by tests/test_hostile_corpus.py
+            except RecursionError:
+                result = NESTS_TOO_DEEPLY
             if result is not None:
                 self._consume(result)
 
