@@ -175,22 +175,22 @@ Profiled on 2026-11-30 with py-spy
 tests/fixtures/engine/prices_two_versions.yaml <100,000 of the benchmark's records>`; `python
 tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
 
-- **Ingest vs mtail.** The first run of this suite gave 1.09x. Since then, per record: lines go
-  to the pipeline a block at a time (one NUL/CR/length check per 1 MiB block); an ordinary
-  canonical line is counted straight from its decoded fields (`Pipeline.count_record`, no
-  `Record` built); routes hold their cell; the ledger files an id straight into the last hour's
-  bucket; bookkeeping nothing read was dropped; and replay's ledger keys ids by the process's own
-  string hash (it is never checkpointed; the sidecar keeps the stable blake2b digest). That last
-  one had been silently undone: the pipeline replaced any *empty* ledger it was given by a default
-  one (an empty ledger is falsy), which also made a fresh sidecar ignore `dedupe_max_ids`; fixed
-  and tested. Together: 53.4k -> 35.7k instructions per record (callgrind, 40,000 records minus
-  none), of which the typed msgspec decode is about 10k. Per input: `replay --jobs` (default one
-  per CPU) counts disjoint line ranges of inputs of 32 MiB and more in forked processes and adds
-  the integer aggregates only when the parts are provably independent (no id in two parts, no
-  window expiry, no eviction, no label cap reached), else counts again in one pass; the JSON is
-  identical (`tests/test_replay_parallel.py`). What bounds it: Python work per record on the
-  machine's two cores; mtail's one-regexp program does none of the arithmetic. The CPU ratio in
-  the notes is the per-core comparison.
+- **Ingest vs mtail.** The first run of this suite gave 1.09x. Since then, per record: lines go to
+  the pipeline a block at a time (one NUL/CR/length check per 1 MiB block); an ordinary canonical
+  line is counted straight from its decoded fields (`Pipeline.count_record`, no `Record` built);
+  routes hold their cell; the ledger files an id straight into the last hour's bucket; bookkeeping
+  nothing read was dropped; and replay's ledger keys ids by the process's own string hash (it is
+  never checkpointed; the sidecar keeps the stable blake2b digest). That last one had been
+  silently undone: the pipeline replaced any *empty* ledger it was given by a default one (an
+  empty ledger is falsy), which also made a fresh sidecar ignore `dedupe_max_ids`; fixed and
+  tested. Together: 53.4k -> 35.7k instructions per record (callgrind, 40,000 records minus none;
+  `python -m tests.bench.bench_instructions`), of which the typed msgspec decode is about 10k. Per
+  input: `replay --jobs` (default one per CPU) counts disjoint line ranges of inputs of 32 MiB and
+  more in forked processes and adds the integer aggregates only when the parts are provably
+  independent (no id in two parts, no window expiry, no eviction, no label cap reached), else
+  counts again in one pass; the JSON is identical (`tests/test_replay_parallel.py`). What bounds
+  it: Python work per record on the machine's two cores; mtail's one-regexp program does none of
+  the arithmetic. The CPU ratio in the notes is the per-core comparison.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
