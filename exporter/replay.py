@@ -145,8 +145,9 @@ def _normalised(lines: list[bytes], pipeline: Pipeline, max_line_bytes: int) -> 
 class _Progress:
     """A progress bar on stderr, redrawn at most five times a second."""
 
-    def __init__(self, total_bytes: int) -> None:
+    def __init__(self, total_bytes: int, label: str = "") -> None:
         self.total = total_bytes
+        self.label = label
         self.done_bytes = 0
         self.lines = 0
         self.last_draw = 0.0
@@ -156,10 +157,10 @@ class _Progress:
         self.lines += lines
         if (now := time.monotonic()) - self.last_draw > 0.2:
             self.last_draw = now
-            _draw(self.done_bytes, self.total, self.lines)
+            _draw(self.done_bytes, self.total, self.lines, self.label)
 
     def done(self) -> None:
-        _draw(self.total, self.total, self.lines)
+        _draw(self.total, self.total, self.lines, self.label)
         sys.stderr.write("\n")
 
 
@@ -177,7 +178,8 @@ def replay_in_parts(paths: list[str], make_pipeline: Callable[[], Pipeline], dec
         return count_ranges(ranges, pipeline, lambda stream, limit: feed_lines(
             read_blocks(stream, limit), pipeline, decoder, max_line_bytes, meter), here=here)
 
-    first_meter = _Progress(sum(end - start for _, start, end in parts[0])) if progress else None
+    first_meter = _Progress(sum(end - start for _, start, end in parts[0]),
+                            f" (part 1 of {len(parts)}, counted here)") if progress else None
     works = [partial(work, ranges, first_meter if index == 0 else None, index == 0)  # run_parts runs the first here
              for index, ranges in enumerate(parts)]
     results = run_parts(works)
@@ -204,10 +206,10 @@ def _parallel_jobs(paths: list[str], requested: int) -> int:
     return max(1, min(requested or default_jobs(), by_size))
 
 
-def _draw(done: int, total: int, lines: int) -> None:
+def _draw(done: int, total: int, lines: int, label: str = "") -> None:
     share = done / total if total else 1.0
     bar = "#" * int(share * 30)
-    sys.stderr.write(f"\r[{bar:<30}] {share:6.1%} {lines:,} lines")
+    sys.stderr.write(f"\r[{bar:<30}] {share:6.1%} {lines:,} lines{label}")
     sys.stderr.flush()
 
 
