@@ -258,3 +258,24 @@ def test_blocks_hold_every_line_once_and_flag_nul_and_cr(
         assert unusual == any(b"\0" in line or b"\r" in line for line in lines)
         got.extend(lines)
     assert got == expected
+
+
+@pytest.mark.parametrize("unique_ids", [True, False])
+def test_litellm_payloads_in_parts_equal_one_pass(
+    unique_ids: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], small_parts: None
+) -> None:
+    """Another format through the same split: LiteLLM's payloads, with fresh ids (added) or repeated (one pass)."""
+    fixture = Path(__file__).parent / "fixtures" / "formats" / "litellm_payloads.jsonl"
+    payloads = [json.loads(line) for line in fixture.read_text().splitlines() if line.strip()]
+    lines = []
+    for copy in range(60):
+        for payload in payloads:
+            if unique_ids:
+                payload = {**payload, "id": f"{payload.get('id')}-{copy}", "litellm_call_id": f"call-{copy}"}
+            lines.append(json.dumps(payload).encode() + b"\n")
+    path = _log(tmp_path, lines)
+    one_pass, _ = _replay(capsys, str(path), "--format", "litellm", "--jobs", "1")
+    parallel, err = _replay(capsys, str(path), "--format", "litellm", "--jobs", "3")
+    assert parallel == one_pass
+    assert sum(m["requests"] for m in one_pass["months"].values()) > 0
+    assert ("counting again in one pass" in err) == (not unique_ids)
