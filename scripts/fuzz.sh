@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The long fuzz run (the default test run has a short one: tests/test_fuzz_targets.py).
+# The long fuzz run (the default test run has a short one: tests/fuzz/test_fuzz_targets.py).
 #   scripts/fuzz.sh 600          # 600 s: hypothesis over every target (HYPOTHESIS_PROFILE=fuzz-long),
 #                                # then, if atheris is installed, coverage-guided runs of each target
 #   FUZZ_ENGINE=hypothesis scripts/fuzz.sh 600   # hypothesis only
 #   FUZZ_ENGINE=atheris scripts/fuzz.sh 600      # atheris only
 # Crashers land in tests/fuzz/regressions/<target>-<id>.bin: the default run replays them
-# (tests/test_fuzz_targets.py::test_regression_case); commit them with the fix.
+# (tests/fuzz/test_fuzz_targets.py::test_regression_case); commit them with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TOTAL=${1:-600}

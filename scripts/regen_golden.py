@@ -10,13 +10,13 @@ Each case is a directory ``tests/fixtures/golden/<case>/`` holding
   caps (``max_models``, ``max_tenants``, ``max_methods``, ``max_components``);
 
 and gets ``expected.prom`` (Prometheus text 0.0.4) and ``expected.om``
-(OpenMetrics 1.0.0) rendered by ``exporter.exposition.Exposition`` from the
+(OpenMetrics 1.0.0) rendered by ``exporter.exposition.render.Exposition`` from the
 pipeline's aggregates with FIXED health samples (price table info and the label
 overflow counters only: no build info, clocks or lags), so the files are stable.
 The files keep the families that have samples, byte for byte (HELP, TYPE and
 every sample line in the renderer's order); families without samples are left
 out, so a new health metric in the catalog does not change every case.
-``tests/test_exposition_golden.py`` renders the same way and compares byte for
+``tests/e2e/test_exposition_golden.py`` renders the same way and compares byte for
 byte; review the diff before committing regenerated files.
 """
 
@@ -33,10 +33,10 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 sys.path.insert(0, str(ROOT))
 
 from exporter import catalog  # noqa: E402
-from exporter.exposition import Exposition, HealthSample  # noqa: E402
-from exporter.labels import LabelCaps  # noqa: E402
-from exporter.pipeline import Pipeline  # noqa: E402
-from exporter.prices import load_price_table  # noqa: E402
+from exporter.engine.labels import LabelCaps  # noqa: E402
+from exporter.engine.pipeline import Pipeline  # noqa: E402
+from exporter.exposition.render import Exposition, HealthSample  # noqa: E402
+from exporter.prices.table import load_price_table  # noqa: E402
 
 
 def case_settings(case: Path) -> dict[str, Any]:

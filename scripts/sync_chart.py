@@ -6,7 +6,7 @@ Why: the chart's PrometheusRule and Grafana dashboard ConfigMaps are built with
 outside the chart directory. ``rules/*.yaml`` and ``dashboards/*.json`` stay the
 one source; this script mirrors them (adds, updates, and deletes copies whose
 source is gone) and ``--check`` fails when the chart's copies drift, which CI
-and ``tests/test_helm_sync.py`` run.
+and ``tests/monitoring/test_helm_sync.py`` run.
 
     python scripts/sync_chart.py          # write the copies
     python scripts/sync_chart.py --check  # exit 1 and list the drift, change nothing

@@ -37,11 +37,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from exporter import catalog  # noqa: E402
-from exporter.aggregate import REQUESTS, SAVED  # noqa: E402
-from exporter.exposition import Exposition  # noqa: E402
-from exporter.labels import LabelCaps  # noqa: E402
-from exporter.pipeline import Pipeline  # noqa: E402
-from exporter.prices import load_price_table  # noqa: E402
+from exporter.engine.aggregate import REQUESTS, SAVED  # noqa: E402
+from exporter.engine.labels import LabelCaps  # noqa: E402
+from exporter.engine.pipeline import Pipeline  # noqa: E402
+from exporter.exposition.render import Exposition  # noqa: E402
+from exporter.prices.table import load_price_table  # noqa: E402
 
 NOV = 1_793_491_200
 MODELS = ("gpt-4o", "claude-sonnet-4-5", "gpt-4o-mini", "unpriced-model")

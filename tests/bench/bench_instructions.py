@@ -26,9 +26,9 @@ from tests.bench import bench_replay
 
 REPLAY = """
 import sys
-from exporter.decoders import make_line_decoder
-from exporter.prices import load_price_table
-from exporter.replay import replay_files, replay_pipeline
+from exporter.sources.formats.registry import make_line_decoder
+from exporter.prices.table import load_price_table
+from exporter.replay.replay import replay_files, replay_pipeline
 decoder = make_line_decoder("canonical")
 pipeline = replay_pipeline(load_price_table(sys.argv[1]), decoder)
 replay_files([sys.argv[2]] * int(sys.argv[3]), pipeline, decoder)

@@ -4,7 +4,7 @@
 
 A writer *process* (its own GIL) appends canonical records with usage blocks
 at a steady ``--rate`` lines/s, in batches every 10 ms, to a file tailed by a
-real ``Sidecar`` (``exporter/sidecar.py``: inotify tailer, ingest thread,
+real ``Sidecar`` (``exporter/sidecar/sidecar.py``: inotify tailer, ingest thread,
 checkpoints every 5 s, /metrics server), started with ``start()``. The writer
 notes the monotonic time (CLOCK_MONOTONIC is machine-wide) right after each
 ``write``; the bench's main thread polls the pipeline's count of consumed
@@ -27,9 +27,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from exporter.aggregate import REQUESTS
-from exporter.config import Config, SourceConfig
-from exporter.sidecar import Sidecar
+from exporter.engine.aggregate import REQUESTS
+from exporter.sidecar.config import Config, SourceConfig
+from exporter.sidecar.sidecar import Sidecar
 from tests.bench.benchlib import Row, verdict
 
 LINE = ('{{"ts":{ts:.3f},"request_id":"lag-{i:09d}","model":"claude-sonnet-4-5","provider":"anthropic",'

@@ -36,9 +36,9 @@ TARGET_MB = 200.0
 
 
 def case_ledger() -> dict[str, Any]:
-    from exporter.dedupe import DedupeLedger
-    from exporter.exposition import Exposition
-    from exporter.pipeline import MonthOf
+    from exporter.engine.dedupe import DedupeLedger
+    from exporter.engine.pipeline import MonthOf
+    from exporter.exposition.render import Exposition
     from tests.bench.bench_scrape import cells_for, fill
 
     base = rss_mb()
@@ -63,8 +63,8 @@ _MODELS = ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5")
 
 def case_hour(lines: int, ids: bool = True) -> dict[str, Any]:
     """``ids=False``: the same input without request ids (nothing enters the ledger) - the control."""
-    from exporter.config import Config, SourceConfig
-    from exporter.sidecar import Sidecar
+    from exporter.sidecar.config import Config, SourceConfig
+    from exporter.sidecar.sidecar import Sidecar
 
     samples: list[tuple[int, float, int]] = []
     with tempfile.TemporaryDirectory(prefix="bench-mem-") as directory:

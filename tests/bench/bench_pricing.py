@@ -63,9 +63,9 @@ def measure(n: int = 5000) -> dict[str, Any]:
         import litellm
     except ImportError:
         return {"skipped": f"litellm is not installed for {sys.executable}; install it apart: {INSTALL}"}
-    from exporter.aggregate import CACHE_READ as READ
-    from exporter.aggregate import CELL_WIDTH, FRESH, OUTPUT, WRITE_5M, cell_dollars
-    from exporter.prices import PricedModel, load_price_table
+    from exporter.engine.aggregate import CACHE_READ as READ
+    from exporter.engine.aggregate import CELL_WIDTH, FRESH, OUTPUT, WRITE_5M, cell_dollars
+    from exporter.prices.table import PricedModel, load_price_table
 
     table = load_price_table(None)
     newest = table.version_at(TS)

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import orjson
 
-from exporter.decoders import make_line_decoder
-from exporter.fastparse import _DECODER
-from exporter.pipeline import Pipeline
-from exporter.prices import load_price_table
-from exporter.replay import replay_files, replay_pipeline
+from exporter.engine.fastparse import _DECODER
+from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import load_price_table
+from exporter.replay.replay import replay_files, replay_pipeline
+from exporter.sources.formats.registry import make_line_decoder
 
 PRICES = Path(__file__).resolve().parent.parent / "fixtures" / "engine" / "prices_two_versions.yaml"
 TARGET = 200_000

@@ -27,10 +27,10 @@ import time
 from typing import Any
 
 from exporter import catalog
-from exporter.aggregate import CACHE_READ, CELL_WIDTH, FRESH, OUTPUT, REQUESTS, SAVED, WRITE_5M, Aggregates
-from exporter.exposition import Exposition
-from exporter.pipeline import MonthOf
-from exporter.prices import PricedModel, load_price_table
+from exporter.engine.aggregate import CACHE_READ, CELL_WIDTH, FRESH, OUTPUT, REQUESTS, SAVED, WRITE_5M, Aggregates
+from exporter.engine.pipeline import MonthOf
+from exporter.exposition.render import Exposition
+from exporter.prices.table import PricedModel, load_price_table
 from tests.bench.benchlib import ROOT, Row, verdict
 
 PRICES = ROOT / "tests" / "fixtures" / "engine" / "prices_two_versions.yaml"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from exporter.counting_cli import load_corpus
-from exporter.tokens import TokenCounter, load_encoding
+from exporter.cli.counting import load_corpus
+from exporter.tokens.counter import TokenCounter, load_encoding
 
 
 def _texts(n: int, size: int) -> list[str]:

@@ -188,7 +188,7 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   input: `replay --jobs` (default one per CPU) counts disjoint line ranges of inputs of 32 MiB and
   more in forked processes and adds the integer aggregates only when the parts are provably
   independent (no id in two parts, no window expiry, no eviction, no label cap reached), else
-  counts again in one pass; the JSON is identical (`tests/test_replay_parallel.py`). What bounds
+  counts again in one pass; the JSON is identical (`tests/replay/test_replay_parallel.py`). What bounds
   it: Python work per record on the machine's two cores; mtail's one-regexp program does none of
   the arithmetic. The CPU ratio in the notes is the per-core comparison.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the

@@ -99,10 +99,10 @@ def config_seeds() -> tuple[bytes, ...]:
 @functools.cache
 def checkpoint_seeds() -> tuple[bytes, ...]:
     """A checkpoint as the sidecar writes it: a real pipeline's state after real records."""
-    from exporter import checkpoint
-    from exporter.aggregate import Aggregates
-    from exporter.pipeline import Pipeline
-    from exporter.prices import load_price_table
+    from exporter.engine.aggregate import Aggregates
+    from exporter.engine.pipeline import Pipeline
+    from exporter.prices.table import load_price_table
+    from exporter.sidecar import checkpoint
 
     pipeline = Pipeline(load_price_table(ROOT / "tests" / "fixtures" / "engine" / "prices_two_versions.yaml"))
     for line in record_seeds():
@@ -117,7 +117,7 @@ def checkpoint_seeds() -> tuple[bytes, ...]:
 
 @functools.cache
 def checkpoint_state_seeds() -> tuple[bytes, ...]:
-    from exporter import checkpoint
+    from exporter.sidecar import checkpoint
 
     out = []
     for data in checkpoint_seeds():

@@ -1,7 +1,7 @@
 """Fuzz targets: every parser of untrusted input, as ``bytes -> None``.
 
 One signature for every target so that the same function runs under
-hypothesis (``tests/test_fuzz_targets.py``, ``tests/fuzz/run.py``), under
+hypothesis (``tests/fuzz/test_fuzz_targets.py``, ``tests/fuzz/run.py``), under
 atheris (``tests/fuzz/atheris_main.py``) and as a regression case (a file in
 ``tests/fuzz/regressions/`` named ``<target>-<anything>``). A target returns
 normally when the input was handled as documented (accepted, or refused with
@@ -35,11 +35,8 @@ from typing import Any
 
 import orjson
 
-from exporter import checkpoint
-from exporter.config import Config, ConfigError, load_config
-from exporter.fastparse import fast_parse
-from exporter.prices import PriceTableError, parse_price_table
-from exporter.records import (
+from exporter.engine.fastparse import fast_parse
+from exporter.engine.records import (
     MAX_EPOCH_SECONDS,
     REJECTION_REASONS,
     Record,
@@ -49,9 +46,13 @@ from exporter.records import (
     parse_object,
     parse_ts,
 )
-from exporter.sidecar import restore_state
-from exporter.sources.otlp_file import records_from_otlp_json_line
-from exporter.sources.otlp_mapping import (
+from exporter.engine.usage import Usage, UsageError, normalise_usage
+from exporter.prices.table import PriceTableError, parse_price_table
+from exporter.sidecar import checkpoint
+from exporter.sidecar.config import Config, ConfigError, load_config
+from exporter.sidecar.sidecar import restore_state
+from exporter.sources.otlp.file import records_from_otlp_json_line
+from exporter.sources.otlp.mapping import (
     IGNORE_REASONS,
     Ignored,
     Mapped,
@@ -62,11 +63,10 @@ from exporter.sources.otlp_mapping import (
     map_protobuf,
     map_span,
 )
-from exporter.usage import Usage, UsageError, normalise_usage
 
 Target = Callable[[bytes], None]
 COUNT_REASONS = ("invalid_count", "invalid_usage", "inconsistent_usage")
-# Both found by this fuzzer and the hostile corpus, both fixed in exporter/fastparse.py: msgspec
+# Both found by this fuzzer and the hostile corpus, both fixed in exporter/engine/fastparse.py: msgspec
 # skipped the UTF-8 check of unknown keys, and raised RecursionError on deep nesting.
 
 
@@ -126,7 +126,7 @@ def prices(data: bytes) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return  # load_price_table refuses non-UTF-8 before parsing (tests/test_hostile_corpus.py)
+        return  # load_price_table refuses non-UTF-8 before parsing (tests/e2e/test_hostile_corpus.py)
     try:
         table = parse_price_table(text, _PRICES_NAME)
     except PriceTableError as exc:

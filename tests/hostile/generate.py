@@ -61,7 +61,7 @@ def generate(out: Path, names: int = 1_000_000) -> dict[str, dict[str, Any]]:
 def expected(names: int = 1_000_000) -> dict[str, dict[str, Any]]:
     """Per file: ``replay`` and ``sidecar`` outcomes by line ("ok", a rejection reason, or "skip")."""
     return {
-        # replay applies the tailer's line rules (exporter.sources.jsonl_tail.normalise_line):
+        # replay applies the tailer's line rules (exporter.sources.tail.tailer.normalise_line):
         # lines over max_line_bytes are line_too_long, NUL runs before a record are skipped
         "long_lines.jsonl": {"replay": ["ok", "line_too_long", "line_too_long", "ok"],
                              "sidecar": ["ok", "line_too_long", "line_too_long", "ok"]},

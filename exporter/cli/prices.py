@@ -1,0 +1,277 @@
+"""`prices validate|show|import-litellm`: inspect and produce price tables.
+
+Thin I/O around ``exporter.prices.table`` (loader, lookup) and
+``exporter.prices.importers.litellm`` (conversion). ``show`` explains where every rate
+of a model came from (the table, a family multiplier, or the input rate when
+nothing else is listed), so a dollar figure can be traced to one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from exporter.prices.importers.litellm import LiteLLMImportError, convert
+from exporter.prices.table import (
+    BUNDLED_PRICES,
+    PriceTable,
+    PriceTableError,
+    load_price_table,
+    parse_price_table,
+)
+from exporter.yamlpos import YamlError, load_located
+
+RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "prices",
+        help="validate, inspect or import price tables",
+        description="Validate, inspect or import versioned price tables (USD per million tokens).",
+    )
+    sub = parser.add_subparsers(dest="prices_command", metavar="SUBCOMMAND")
+
+    validate = sub.add_parser("validate", help="check a price table; exit 1 naming file, line, key")
+    validate.add_argument("file", metavar="FILE", help="price table YAML")
+    validate.set_defaults(func=cmd_validate)
+
+    show = sub.add_parser("show", help="a model's rates at a time, and where each came from")
+    show.add_argument("model", metavar="MODEL",
+                      help="model name as the gateway logs it (aliases resolve)")
+    show.add_argument("--at", metavar="TS", help="RFC 3339 time or epoch seconds (default: now)")
+    show.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
+    show.add_argument("--provider", help="provider, for provider-qualified names (e.g. bedrock)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=cmd_show)
+
+    imp = sub.add_parser("import-litellm",
+                         help="convert LiteLLM's model_prices_and_context_window.json")
+    imp.add_argument("file", metavar="FILE", help="LiteLLM price JSON ('-' for stdin)")
+    imp.add_argument("--version", dest="table_version", metavar="V",
+                     help="version label (default: litellm-<today>)")
+    imp.add_argument("--effective-from", metavar="TS", default="2024-01-01T00:00:00Z",
+                     help="RFC 3339 start of the version (default 2024-01-01T00:00:00Z, so older "
+                          "traffic is priced)")
+    imp.add_argument("--retrieved", metavar="DATE",
+                     help="retrieval date to record (default: today)")
+    imp.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
+    imp.set_defaults(func=cmd_import_litellm)
+
+    parser.set_defaults(func=lambda _args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+# ---------------------------------------------------------------------------
+# validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        table = load_price_table(args.file)
+    except PriceTableError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    newest = table.newest
+    aliases = len(newest.aliases)
+    print(
+        f"{args.file}: ok: {len(table.versions)} version(s) "
+        f"({table.versions[0].version} .. {newest.version}), "
+        f"newest has {len(newest.models)} models "
+        f"and {aliases} aliases, sha256 {table.sha256[:12]}"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# show
+
+
+def _parse_at(text: str | None) -> float:
+    if text is None:
+        return time.time()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    moment = datetime.fromisoformat(text.strip())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _raw_entry(path: Path, version: str, model: str) -> dict[str, Any]:
+    """The model's entry as written, to tell explicit rates from derived ones.
+
+    Versions are found by label, not position: a file may list them in any order.
+    """
+    try:
+        doc = load_located(path.read_text(encoding="utf-8"), str(path))
+        for raw in doc.data["versions"]:
+            if str(raw.get("version")) == version:
+                entry = raw["models"][model]
+                return entry if isinstance(entry, dict) else {}
+    except (OSError, YamlError, KeyError, IndexError, TypeError, AttributeError):
+        pass
+    return {}
+
+
+def explain(table: PriceTable, model: str, ts: float, provider: str | None = None,
+            path: Path | None = None) -> dict[str, Any]:
+    """Everything `show` prints, as plain data (also used by tests)."""
+    version = table.version_at(ts)
+    result: dict[str, Any] = {"query": model, "at": _iso(ts), "table": table.path,
+                              "table_sha256": table.sha256}
+    priced = table.lookup(model, ts, provider)
+    if isinstance(priced, str):
+        result["unpriced"] = priced
+        if version is not None:
+            names = list(version.models) + list(version.aliases)
+            result["version"] = version.version
+            result["did_you_mean"] = difflib.get_close_matches(model, names, n=5, cutoff=0.6)
+        else:
+            result["first_version_from"] = table.versions[0].effective_from_text
+        return result
+    assert version is not None
+    raw = _raw_entry(path, version.version, priced.model) if path is not None else {}
+    family = version.families.get(priced.family)
+    if priced.model == model:
+        how = "model name"
+    elif version.aliases.get(model) == priced.model:
+        how = f"alias {model!r}"
+    else:
+        how = f"provider-qualified name {provider}/{model}"
+    rates: dict[str, dict[str, Any]] = {}
+    for key in RATE_KEYS:
+        value = getattr(priced, key)
+        if key in raw:
+            origin = "table"
+        elif key == "cache_read":
+            origin = "input rate (none listed: no invented discount)"
+        elif key in ("cache_write_5m", "cache_write_1h"):
+            multiplier = None
+            if family is not None:
+                multiplier = getattr(family, f"{key}_multiplier")
+            if multiplier is not None:
+                origin = f"family {priced.family!r} multiplier {multiplier:g} x input"
+            else:
+                origin = "input rate (no premium listed: none invented)"
+        else:
+            origin = "table"
+        rates[key] = {"usd_per_million": value, "origin": origin}
+    result.update({
+        "model": priced.model,
+        "resolved_by": how,
+        "family": priced.family,
+        "version": version.version,
+        "effective_from": version.effective_from_text,
+        "version_source": version.source,
+        "meta": version.model_meta.get(priced.model, {}),
+        "rates": rates,
+        "billed_token_factors": dict(priced.factors),
+    })
+    return result
+
+
+def _print_explanation(info: dict[str, Any]) -> None:
+    if "unpriced" in info:
+        print(f"{info['query']!r} is unpriced at {info['at']}: {info['unpriced']}")
+        if info.get("did_you_mean"):
+            print("  did you mean: " + ", ".join(info["did_you_mean"]))
+        if "first_version_from" in info:
+            print(f"  the table starts at {info['first_version_from']}")
+        return
+    print(f"{info['query']} -> {info['model']} ({info['resolved_by']})")
+    print(f"  version   {info['version']} (effective from {info['effective_from']})")
+    if info["version_source"]:
+        print(f"            {info['version_source']}")
+    print(f"  family    {info['family'] or '(none)'}")
+    for key, value in sorted(info["meta"].items()):
+        print(f"  {key:<9} {value}")
+    print("  rates, USD per million tokens:")
+    for key, rate in info["rates"].items():
+        print(f"    {key:<15} {rate['usd_per_million']:>12.6g}   {rate['origin']}")
+    factors = info["billed_token_factors"]
+    if factors:
+        print("  billed-token factors (provider tokens per counted token):")
+        for method, factor in factors.items():
+            print(f"    {method:<24} {factor:g}")
+    else:
+        print("  billed-token factors: none (other count methods get factor 1.0, 'default')")
+    print(f"  table     {info['table']} sha256 {info['table_sha256'][:12]}")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    path = Path(args.prices) if args.prices else BUNDLED_PRICES
+    try:
+        table = load_price_table(path)
+    except PriceTableError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    try:
+        ts = _parse_at(args.at)
+    except ValueError:
+        print(f"--at: expected an RFC 3339 time or epoch seconds, got {args.at!r}", file=sys.stderr)
+        return 2
+    info = explain(table, args.model, ts, args.provider, path)
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+    else:
+        _print_explanation(info)
+    return 1 if "unpriced" in info else 0
+
+
+# ---------------------------------------------------------------------------
+# import-litellm
+
+
+def cmd_import_litellm(args: argparse.Namespace) -> int:
+    try:
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"{args.file}: cannot read: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        print(f"{args.file}: not JSON: {exc}", file=sys.stderr)
+        return 1
+    today = datetime.now(UTC).date().isoformat()
+    version = args.table_version or f"litellm-{today}"
+    source = f"LiteLLM model_prices_and_context_window.json ({Path(args.file).name})"
+    try:
+        result = convert(data, version=version, effective_from=args.effective_from, source=source,
+                         retrieved=args.retrieved or today)
+    except LiteLLMImportError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 1
+    destination = args.output or "<stdout>"
+    try:
+        table = parse_price_table(result.text, destination)
+    except PriceTableError as exc:  # e.g. a bad --effective-from or --version
+        print(f"the converted table does not validate: {exc}", file=sys.stderr)
+        return 1
+    if args.output:
+        Path(args.output).write_text(result.text, encoding="utf-8")
+    else:
+        sys.stdout.write(result.text)
+    print(result.summary(), file=sys.stderr)
+    print(f"wrote {destination}: version {table.newest.version}, effective from "
+          f"{table.newest.effective_from_text}", file=sys.stderr)
+    return 0

@@ -1,0 +1,2 @@
+"""The embedded demo: a simulated gateway log (``simulator``) tailed by a real
+sidecar with the bundled prices (``demo``)."""

@@ -1,0 +1,359 @@
+"""The one place where records become counts.
+
+Sources (file tailers, the OTLP receiver, replay) hand lines or decoded
+objects to ``Pipeline``; it parses them (``exporter.engine.records``), dedupes by
+request id, prices them by their own timestamp, caps labels and updates the
+``Aggregates``. Sources know nothing of metrics, and the collector only reads
+the aggregates. Single-threaded by design: callers serialise access (the
+sidecar's ingest loop holds ``lock`` while it feeds a batch).
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from msgspec.structs import astuple
+
+from exporter.engine.aggregate import (
+    CACHE_READ,
+    FRESH,
+    OUTPUT,
+    REQUESTS,
+    SAVED,
+    UNKNOWN_MONTH,
+    UNPRICED,
+    WOULD_SAVE,
+    WRITE_1H,
+    WRITE_5M,
+    Aggregates,
+    CellKey,
+)
+from exporter.engine.dedupe import DedupeLedger
+from exporter.engine.fastparse import fast_parse
+from exporter.engine.labels import LabelCaps
+from exporter.engine.records import (
+    MAX_EPOCH_SECONDS,
+    Record,
+    Rejection,
+    TextCounter,
+    parse_line_reference,
+    parse_object,
+    parse_ts,
+)
+from exporter.engine.usage import Usage
+from exporter.prices.table import PricedModel, PriceTable
+
+UNSET_TENANT = "unset"
+UNSPECIFIED_METHOD = "unspecified"
+UNATTRIBUTED = "unattributed"
+
+# msgspec (the fast path) raises RecursionError on ~50k nested objects (orjson's limit is 1024);
+# found by tests/e2e/test_hostile_corpus.py
+NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
+
+MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
+SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
+
+# (month, price version index, model, provider, tenant, count_method, has a method label)
+RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
+# (cell, its key, unpriced key or None, unattributed components key, divergence keys compacted/untouched)
+Route = tuple[list[int], CellKey, tuple[str, str, str] | None, tuple[str, str, str, str, str],
+              tuple[str, str, str, str], tuple[str, str, str, str]]
+
+LineDecoder = Callable[[bytes], Record | Rejection | None]
+ObjectDecoder = Callable[[Any], Record | Rejection]
+
+
+class MonthOf:
+    """``ts`` -> "YYYY-MM" in a time zone, cached per 15 minutes.
+
+    Every real zone's offset is a multiple of 15 minutes, so a month boundary
+    never falls inside one of these buckets.
+    """
+
+    def __init__(self, timezone: str = "UTC") -> None:
+        self.zone = ZoneInfo(timezone)
+        self._cache: dict[int, str] = {}
+
+    def __call__(self, ts: float) -> str:
+        bucket = int(ts // 900)
+        month = self._cache.get(bucket)
+        if month is None:
+            if len(self._cache) > 200_000:
+                self._cache.clear()
+            month = datetime.fromtimestamp(bucket * 900, self.zone).strftime("%Y-%m")
+            self._cache[bucket] = month
+        return month
+
+    def start(self, month: str) -> float:
+        """Epoch seconds of the month's first instant in this zone (the series' ``_created``)."""
+        year, mon = int(month[:4]), int(month[5:7])
+        return datetime(year, mon, 1, tzinfo=self.zone).timestamp()
+
+
+class Pipeline:
+    def __init__(
+        self,
+        prices: PriceTable,
+        *,
+        timezone: str = "UTC",
+        dedupe_window_days: float = 40.0,
+        caps: LabelCaps | None = None,
+        counter: TextCounter | None = None,
+        aggregates: Aggregates | None = None,
+        ledger: DedupeLedger | None = None,
+        oldest_month: str | None = None,
+    ) -> None:
+        self.prices = prices
+        self.month_of = MonthOf(timezone)
+        # `is None`, not `or`: an empty ledger is falsy (it has a length), and must still be used
+        self.caps = caps if caps is not None else LabelCaps()
+        self.counter = counter
+        self.aggregates = aggregates if aggregates is not None else Aggregates()
+        self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
+        self.oldest_month = oldest_month  # records of older months are refused (expired_month)
+        self.lock = threading.RLock()
+        self._preload_caps()
+
+    def _preload_caps(self) -> None:
+        """Label values already counted keep their slots after a restart, and only they do.
+
+        Values that never take a slot (the ``unset`` tenant, the empty method of
+        records without savings, ``unattributed``) are not preloaded.
+        """
+        agg = self.aggregates
+        for _month, model, tenant, method, _rate in agg.cells:
+            self.caps.model.preload([model])
+            if tenant != UNSET_TENANT:
+                self.caps.tenant.preload([tenant])
+            if method and method != UNSPECIFIED_METHOD:
+                self.caps.method.preload([method])
+        self.caps.component.preload(key[4] for key in agg.components if key[4] != UNATTRIBUTED)
+
+    # --- entry points for sources ------------------------------------------
+    def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
+        self.ingest_lines((line,), source, decoder)
+
+    def ingest_lines(self, lines: Iterable[bytes], source: str = "replay", decoder: LineDecoder | None = None) -> None:
+        """Complete lines (no newline) of one source, in order; blank lines are no record.
+
+        Without a decoder the lines are canonical records: the fast path counts an
+        ordinary line straight from its decoded fields (``count_record``), anything
+        else goes through the reference parser.
+        """
+        if decoder is None:
+            self._ingest_canonical(lines)
+            return
+        apply = self.apply
+        for line in lines:
+            try:
+                result = decoder(line)
+            except RecursionError:
+                result = NESTS_TOO_DEEPLY
+            if type(result) is Record:  # the common case first: one call less per line
+                apply(result)
+            elif result is not None:
+                self._consume(result)
+
+    def _ingest_canonical(self, lines: Iterable[bytes]) -> None:
+        count_record, counter = self.count_record, self.counter
+        for line in lines:
+            try:
+                if fast_parse(line, count_record, parse_ts, MAX_EPOCH_SECONDS) is not None:
+                    continue
+                result = parse_line_reference(line, counter)
+            except RecursionError:
+                result = NESTS_TOO_DEEPLY
+            if result is not None:
+                self._consume(result)
+
+    def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
+        self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter))
+
+    def reject(self, reason: str, source: str = "replay", ts: float | None = None) -> None:
+        """Count a rejection a source found itself (line too long, undecodable span...)."""
+        if ts is not None and not 0 <= ts <= MAX_EPOCH_SECONDS:  # NaN too: no month, not a crash
+            ts = None
+        self._consume(Rejection(reason, reason, ts))
+
+    def set_prices(self, prices: PriceTable) -> None:
+        """Records from now on are priced by ``prices``; what is counted keeps its rates."""
+        self.prices = prices
+
+    # --- the arithmetic -----------------------------------------------------
+    def _consume(self, result: Record | Rejection) -> None:
+        agg = self.aggregates
+        if isinstance(result, Rejection):
+            month = self.month_of(result.ts) if result.ts is not None else UNKNOWN_MONTH
+            agg.count(agg.rejected, (month, result.reason))
+            return
+        self.apply(result)
+
+    def apply(self, record: Record) -> None:
+        self.count_record(*astuple(record))
+
+    def count_record(
+        self, ts: float, request_id: str | None, model: str, provider: str | None, tenant: str | None,
+        before: int | None, after: int | None, count_method: str | None, would_save: int | None,
+        components: tuple[tuple[str, int], ...], usage: Usage | None, flags: tuple[str, ...] = (),
+        source_dialect: str | None = None,
+    ) -> bool:
+        """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
+
+        The fast path of canonical lines (``fastparse.fast_parse``) calls this with
+        the fields it decoded, so an ordinary line never builds a ``Record``.
+        """
+        agg = self.aggregates
+        slot = self._slots.get(ts // SLOT_SECONDS)
+        if slot is None:
+            slot = self._slot(ts)
+        month, version = slot
+        if self.oldest_month is not None and month < self.oldest_month:
+            # its own month is no longer published: count it where it stays visible
+            agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
+            return True
+        if request_id is not None and self.ledger.seen_before(request_id, ts):
+            agg.count(agg.duplicates, month)
+            return True
+        if ts > agg.newest_ts:
+            agg.newest_ts = ts
+        has_savings = before is not None and after is not None
+        if agg.cells is not self._routes_cells:  # routes hold cells and rate ids of these aggregates
+            self._clear_routes(agg)
+        # labelled (the last item): only records with savings or shadow figures have a method label
+        key = (month, version, model, provider, tenant, count_method, has_savings or would_save is not None)
+        route = self._routes.get(key)
+        if route is None:
+            route = self._route(key, ts)
+        cell, cell_key, unpriced, unattributed, compacted, untouched = route
+        if unpriced is not None:
+            agg.count(agg.unpriced, unpriced)
+        cell[REQUESTS] += 1
+        if usage is not None:
+            cell[FRESH] += usage.fresh_input
+            cell[CACHE_READ] += usage.cache_read
+            cell[WRITE_5M] += usage.cache_write_5m
+            cell[WRITE_1H] += usage.cache_write_1h
+            cell[OUTPUT] += usage.output
+        if would_save is not None:
+            cell[WOULD_SAVE] += would_save
+        if has_savings:
+            assert before is not None and after is not None
+            saved = before - after if before > after else 0
+            cell[SAVED] += saved
+            if components:
+                self._attribute(cell_key, saved, components)
+            else:  # the common case of _attribute: all of it unattributed
+                by_component = agg.components
+                by_component[unattributed] = by_component.get(unattributed, 0) + saved
+            if usage is not None and count_method != "provider":
+                div_key = compacted if saved else untouched
+                pair = agg.divergence.get(div_key)
+                if pair is None:
+                    pair = agg.divergence[div_key] = [0, 0]
+                pair[0] += after
+                pair[1] += usage.fresh_input + usage.cache_read + usage.cache_write_5m + usage.cache_write_1h
+        if flags:
+            for flag in flags:
+                agg.count(agg.flagged, (month, flag))
+        return True
+
+    # --- routes: where a record's figures go ---------------------------------
+    @property
+    def prices(self) -> PriceTable:
+        return self._prices
+
+    @prices.setter
+    def prices(self, table: PriceTable) -> None:
+        self._prices = table
+        self._version_starts = [version.effective_from for version in table.versions]
+        self._slots: dict[float, tuple[str, int]] = {}
+        self._clear_routes()
+
+    def _slot(self, ts: float) -> tuple[str, int]:
+        """(month, price version index) of ``ts``, remembered per 15 minutes unless a version starts inside.
+
+        Every real zone's offset is a multiple of 15 minutes, so a month boundary
+        never falls inside a slot; a price version may start anywhere.
+        """
+        slot = (self.month_of(ts), bisect_right(self._version_starts, ts))
+        start = ts // SLOT_SECONDS * SLOT_SECONDS
+        if bisect_right(self._version_starts, start) == bisect_left(self._version_starts, start + SLOT_SECONDS):
+            if len(self._slots) >= MAX_ROUTES:
+                self._slots.clear()
+            self._slots[ts // SLOT_SECONDS] = slot
+        return slot
+
+    def _clear_routes(self, aggregates: Aggregates | None = None) -> None:
+        self._routes: dict[RouteKey, Route] = {}
+        # a route holds its cell: routes are only good while the aggregates keep this cells dict
+        self._routes_cells = aggregates.cells if aggregates is not None else None
+
+    def _route(self, key: RouteKey, ts: float) -> Route:
+        """Price, rate id and labels of one route key (DESIGN.md §3-§4), remembered when that is exact.
+
+        Label caps only ever admit values, so a route whose labels all took or
+        held a slot gives the same labels next time with nothing to count; a
+        route where a cap folded a value into ``other`` is worked out again for
+        every record, so each one counts its overflow.
+        """
+        month, _version, record_model, provider, record_tenant, count_method, labelled = key
+        caps, agg = self.caps, self.aggregates
+        overflow = caps.model.overflow + caps.tenant.overflow + caps.method.overflow
+        priced = self._prices.lookup(record_model, ts, provider)
+        unpriced: tuple[str, str, str] | None = None
+        if isinstance(priced, PricedModel):
+            rate_id = agg.rate_id(priced)
+            model = caps.model(priced.model)
+        else:
+            rate_id = UNPRICED
+            model = caps.model(record_model)
+            unpriced = (month, model, priced)
+        tenant = caps.tenant(record_tenant) if record_tenant is not None else UNSET_TENANT
+        method = self._method_label(count_method, priced) if labelled else ""
+        cell_key = (month, model, tenant, method, rate_id)
+        route = (agg.cell(cell_key), cell_key, unpriced, (month, model, tenant, method, UNATTRIBUTED),
+                 (month, model, method, "compacted"), (month, model, method, "untouched"))
+        if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
+            if len(self._routes) >= MAX_ROUTES:
+                self._routes.clear()
+            self._routes[key] = route
+        return route
+
+    def _method_label(self, method: str | None, priced: PricedModel | str) -> str:
+        """The ``method`` label; methods that carry a factor are never folded into ``other``.
+
+        Those are bounded by the price table, and folding them would change the
+        dollars (``other`` has no factor); any other method's factor is the default
+        1.0 whether it keeps its name or not.
+        """
+        if not method:
+            return UNSPECIFIED_METHOD
+        if method == "provider" or (
+            isinstance(priced, PricedModel) and any(name == method for name, _ in priced.factors)
+        ):
+            return method
+        return self.caps.method(method)
+
+    def _attribute(self, cell_key: CellKey, saved: int, components: tuple[tuple[str, int], ...]) -> None:
+        """Split a saving over its components; the remainder is ``unattributed``."""
+        agg = self.aggregates
+        month, model, tenant, method, _rate_id = cell_key
+        remaining = saved
+        exceeded = False
+        for name, tokens in components:
+            share = tokens if tokens <= remaining else remaining
+            exceeded = exceeded or share != tokens
+            if share:
+                agg.count(agg.components, (month, model, tenant, method, self.caps.component(name)), share)
+            remaining -= share
+        if exceeded:
+            agg.count(agg.flagged, (month, "components_exceed_saving"))
+        if remaining or not components:
+            key = (month, model, tenant, method, UNATTRIBUTED)
+            agg.components[key] = agg.components.get(key, 0) + remaining

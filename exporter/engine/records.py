@@ -1,0 +1,311 @@
+"""Canonical request record v1 (DESIGN.md §2): bytes in, a ``Record`` or a ``Rejection`` out.
+
+Pure functions with no I/O and no metrics: the pipeline counts what comes
+out. A rejection carries a bounded ``reason`` (a label value), a ``detail``
+naming the field and the offending value's *type or number* (never prompt
+text), and the record's timestamp when it was readable, so it can be counted
+in its own month.
+
+Choices where the contract is silent, written down:
+- counts must be JSON integers (not bools, not floats such as 5.0), 0..2**53-1;
+- a timestamp string without a UTC offset is read as UTC;
+- ``request_id`` may be a string or an integer (ids some gateways log as
+  numbers); an empty or absent id is counted and flagged ``no_id``;
+- a usage block of an unknown shape is not a rejection: the record counts,
+  without usage, and is flagged ``unknown_usage_shape``;
+- blank lines are not records and are skipped without a count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+import orjson
+
+from exporter.engine.fastparse import fast_parse
+from exporter.engine.usage import MAX_COUNT, Usage, UsageError, count_value, normalise_usage
+
+# Bounded set of rejection reasons (the `reason` label of records_rejected_total).
+REJECTION_REASONS = (
+    "invalid_json",
+    "invalid_utf8",
+    "not_object",
+    "missing_ts",
+    "invalid_ts",
+    "missing_model",
+    "invalid_field",
+    "invalid_count",
+    "invalid_usage",
+    "inconsistent_usage",
+    "invalid_components",
+    "line_too_long",
+    "nul_bytes",
+    "invalid_otlp",
+    "expired_month",
+    "internal_error",
+)
+
+# Bounded set of flags on counted records (the `flag` label of records_flagged_total).
+FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted")
+
+EPOCH_MS_THRESHOLD = 1e11  # an epoch number above this is in milliseconds
+# 9999-12-30T00:00:00Z: a day short of the end of datetime, so that the month of every
+# accepted ts exists in every time zone (a crafted ts must be rejected, not crash MonthOf)
+MAX_EPOCH_SECONDS = 253402128000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    reason: str
+    detail: str
+    ts: float | None = None
+
+
+class Record(msgspec.Struct, gc=False):
+    """A counted request. A msgspec struct (built in C, a few times faster than a dataclass): the hot path
+    builds one per line; ``gc=False`` as it holds strings, ints and tuples only, never a cycle."""
+
+    ts: float  # epoch seconds, UTC
+    request_id: str | None
+    model: str
+    provider: str | None
+    tenant: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    count_method: str | None
+    would_have_saved: int | None
+    components: tuple[tuple[str, int], ...]
+    usage: Usage | None
+    flags: tuple[str, ...] = ()
+    source_dialect: str | None = None
+
+
+class TextCounter(Protocol):
+    """Counts prompt text the gateway logged instead of counts (see exporter.tokens.counter)."""
+
+    def count_text(self, text: str, model: str | None = None, provider: str | None = None) -> tuple[int, str]: ...
+
+    def count_messages(
+        self, messages: list[Any], model: str | None = None, provider: str | None = None
+    ) -> tuple[int, str]: ...
+
+
+class _Invalid(ValueError):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def parse_ts(value: Any) -> float:
+    """RFC 3339 string (any offset; none = UTC) or epoch seconds/milliseconds -> epoch seconds."""
+    if isinstance(value, bool) or value is None:
+        raise _Invalid("invalid_ts", f"ts has type {type(value).__name__}")
+    if isinstance(value, int | float):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond float range (decoded objects, not JSON lines)
+            raise _Invalid("invalid_ts", "ts is out of range") from None
+        if not math.isfinite(seconds) or seconds < 0:
+            raise _Invalid("invalid_ts", f"ts is out of range: {value!r}")
+        if seconds > EPOCH_MS_THRESHOLD:
+            seconds /= 1000.0
+        if seconds > MAX_EPOCH_SECONDS:
+            raise _Invalid("invalid_ts", f"ts is out of range: {value!r}")
+        return seconds
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) > 64:
+            raise _Invalid("invalid_ts", "ts string is too long to be a timestamp")
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise _Invalid("invalid_ts", "ts is not an RFC 3339 timestamp") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        seconds = parsed.timestamp()
+        if not 0 <= seconds <= MAX_EPOCH_SECONDS:  # same range as epoch numbers
+            raise _Invalid("invalid_ts", "ts is out of range")
+        return seconds
+    raise _Invalid("invalid_ts", f"ts has type {type(value).__name__}")
+
+
+def _optional_count(obj: Mapping[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    try:
+        return count_value(value, key)
+    except UsageError as exc:
+        raise _Invalid(exc.reason, exc.detail) from None
+
+
+def _optional_label(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value or None
+    if type(value) is int and value.bit_length() <= 64:  # str() of a huge int raises
+        return str(value)
+    raise _Invalid("invalid_field", f"{key} has type {type(value).__name__}, expected a string")
+
+
+def _components(value: Any) -> tuple[tuple[str, int], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _Invalid("invalid_components", f"components has type {type(value).__name__}, expected a list")
+    out: list[tuple[str, int]] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise _Invalid("invalid_components", f"components[{index}] is not an object")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise _Invalid("invalid_components", f"components[{index}].name is missing or not a string")
+        try:
+            saved = count_value(item.get("tokens_saved"), f"components[{index}].tokens_saved")
+        except UsageError as exc:
+            raise _Invalid("invalid_components", exc.detail) from None
+        out.append((name, saved))
+    return tuple(out)
+
+
+def _count_side(
+    obj: Mapping[str, Any], side: str, model: str, provider: str | None, counter: TextCounter | None
+) -> tuple[int, str] | None:
+    """Count ``text_<side>`` or ``messages_<side>`` when the gateway logged text, not counts."""
+    if counter is None:
+        return None
+    text = obj.get(f"text_{side}")
+    if isinstance(text, str):
+        return counter.count_text(text, model, provider)
+    messages = obj.get(f"messages_{side}")
+    if isinstance(messages, list):
+        return counter.count_messages(messages, model, provider)
+    if text is not None or messages is not None:
+        raise _Invalid("invalid_field", f"text_{side}/messages_{side} has the wrong type")
+    return None
+
+
+def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejection:
+    """Validate one decoded JSON value as a canonical record v1."""
+    if not isinstance(obj, dict):
+        return Rejection("not_object", f"a record must be a JSON object, got {type(obj).__name__}")
+    ts: float | None = None
+    try:
+        raw_ts = obj.get("ts")
+        if raw_ts is None:
+            raise _Invalid("missing_ts", "ts is missing")
+        ts = parse_ts(raw_ts)
+        model = obj.get("model")
+        if model is None or model == "":
+            raise _Invalid("missing_model", "model is missing")
+        if not isinstance(model, str):
+            raise _Invalid("invalid_field", f"model has type {type(model).__name__}, expected a string")
+        request_id = _optional_label(obj, "request_id")
+        provider = _optional_label(obj, "provider")
+        tenant = _optional_label(obj, "tenant")
+        count_method = obj.get("count_method")
+        if count_method is not None and not isinstance(count_method, str):
+            raise _Invalid("invalid_field", f"count_method has type {type(count_method).__name__}")
+        tokens_before = _optional_count(obj, "tokens_before")
+        tokens_after = _optional_count(obj, "tokens_after")
+        would_have_saved = _optional_count(obj, "would_have_saved")
+        components = _components(obj.get("components"))
+        flags: list[str] = []
+        if tokens_before is None and tokens_after is None:
+            before = _count_side(obj, "before", model, provider, counter)
+            after = _count_side(obj, "after", model, provider, counter)
+            if before is not None and after is not None:
+                tokens_before, method_before = before
+                tokens_after, method_after = after
+                # both sides by the same counter; a fallback on one side labels both as estimated
+                count_method = method_before if method_before == method_after else "estimate:chars/4"
+                flags.append("text_counted")
+        usage: Usage | None = None
+        raw_usage = obj.get("usage")
+        if raw_usage is not None:
+            try:
+                usage = normalise_usage(raw_usage)
+            except UsageError as exc:
+                raise _Invalid(exc.reason, exc.detail) from None
+            if usage is None:
+                flags.append("unknown_usage_shape")
+        if request_id is None:
+            flags.append("no_id")
+        if (tokens_before is None or tokens_after is None) and (
+            tokens_before is not None or tokens_after is not None or components
+        ):
+            flags.append("incomplete_savings")
+        dialect = obj.get("source_dialect")
+        return Record(
+            ts=ts,
+            request_id=request_id,
+            model=model,
+            provider=provider,
+            tenant=tenant,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            count_method=count_method,
+            would_have_saved=would_have_saved,
+            components=components,
+            usage=usage,
+            flags=tuple(flags),
+            source_dialect=dialect if isinstance(dialect, str) else None,
+        )
+    except _Invalid as exc:
+        return Rejection(exc.reason, exc.detail, ts)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def parse_line(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
+    """One JSON line -> record or rejection; None for a blank line (not a record)."""
+    fast = fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS)  # None for text to count, and anything unusual
+    if fast is not None:
+        return fast  # type: ignore[no-any-return]
+    return parse_line_reference(line, counter)
+
+
+def parse_line_reference(line: bytes, counter: TextCounter | None = None) -> Record | Rejection | None:
+    """``parse_line`` without the fast path: the reference the fast path is tested against."""
+    return decode_json_line(line, lambda obj: parse_object(obj, counter))
+
+
+def decode_json_line(line: bytes, decode: Callable[[Any], Record | Rejection]) -> Record | Rejection | None:
+    """The rules every JSON-lines format shares: a leading BOM is dropped, a blank line is no
+    record, undecodable bytes are ``invalid_utf8`` and anything else unparsable ``invalid_json``;
+    the decoded value goes to ``decode``."""
+    if line.startswith(_BOM):
+        line = line[3:]
+    if not line.strip():
+        return None
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        if "utf-8" in str(exc).lower():
+            return Rejection("invalid_utf8", "line is not valid UTF-8")
+        return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
+    return decode(obj)
+
+
+__all__ = [
+    "FLAGS",
+    "MAX_COUNT",
+    "REJECTION_REASONS",
+    "Record",
+    "Rejection",
+    "TextCounter",
+    "decode_json_line",
+    "parse_line",
+    "parse_line_reference",
+    "parse_object",
+    "parse_ts",
+]

@@ -1,0 +1,286 @@
+"""Rendering /metrics from the aggregates, fast, without rebuilding unchanged series.
+
+A scrape must not cost the gateway's pod much CPU even with tens of thousands
+of series, so this module writes the exposition text itself instead of
+building prometheus_client sample objects on every scrape:
+
+- series that map one-to-one to an aggregate table (tokens saved by component,
+  divergence, unpriced, duplicates, rejects, flags) are rendered straight from
+  that table, with each series' label text built once and cached;
+- series that sum several cells (requests, spend, dollars saved...) are kept
+  in per-metric tables updated only for the cells that changed since the last
+  scrape; such a series is re-summed exactly from its cells.
+
+Both the Prometheus text format 0.0.4 and OpenMetrics 1.0.0 are produced;
+OpenMetrics adds ``_created`` = the month's start for every month series, so a
+month never resets inside its own series. Metric names, types, help and label
+names all come from ``exporter.catalog``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
+
+from exporter import catalog
+from exporter.engine.aggregate import (
+    CACHE_READ,
+    FRESH,
+    OUTPUT,
+    REQUESTS,
+    UNKNOWN_MONTH,
+    WOULD_SAVE,
+    WRITE_1H,
+    WRITE_5M,
+    Aggregates,
+    CellKey,
+    cell_dollars,
+)
+
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+Labels = tuple[str, ...]
+HealthSample = tuple[str, Labels, float]  # (metric name, label values in catalog order, value)
+
+
+def escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+_escape_once = lru_cache(maxsize=1 << 16)(escape)  # months, models, versions recur in thousands of series
+
+
+def format_value(value: float | int) -> str:
+    if type(value) is int:
+        return str(value)
+    if value != value:  # NaN
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+class _LabelText:
+    """``{name="value",...}`` per label-value tuple, for every family with these label names.
+
+    Families that share label names (requests and output tokens; spend and the
+    cache dollars...) share the cache, so each series' text is built once, and a
+    value is escaped once however many series carry it.
+    """
+
+    def __init__(self, names: Labels) -> None:
+        self.template = "{{" + ",".join(f'{n}="{{}}"' for n in names) + "}}" if names else ""  # str.format
+        self.texts: dict[Labels, str] = {}
+
+    def __call__(self, values: Labels) -> str:
+        text = self.texts.get(values)
+        if text is None:
+            text = self.texts[values] = self.template.format(*map(_escape_once, values))
+        return text
+
+
+class _Family:
+    """One metric's series: label text cached per series, values looked up per scrape."""
+
+    def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
+        self.spec = spec
+        self.labels_of = label_text
+        header = f"# HELP {{name}} {spec.help}\n# TYPE {{name}} {spec.type}\n"
+        self.text_header = header.format(name=spec.name)
+        self.om_header = header.format(name=spec.family_name)
+        self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
+
+    def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,
+               month_start: Callable[[str], float]) -> None:
+        spec = self.spec
+        out.append(self.om_header if openmetrics else self.text_header)
+        name = spec.name
+        labels_of = self.labels_of
+        if not (openmetrics and spec.type == "counter" and self.has_month):
+            out.extend([f"{name}{labels_of(values)} {format_value(value)}\n" for values, value in series])
+            return
+        created = spec.family_name + "_created"
+        for values, value in series:
+            labels = labels_of(values)
+            out.append(f"{name}{labels} {format_value(value)}\n")
+            if values[0] != UNKNOWN_MONTH:
+                out.append(f"{created}{labels} {format_value(month_start(values[0]))}\n")
+
+
+# A cell's values, in the order of its value vector (see Exposition._vector): token sums, then dollars.
+_TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
+_V_REQUESTS, _V_OUTPUT, _V_FRESH, _V_CACHE_READ, _V_WRITE_5M, _V_WRITE_1H, _V_WOULD_SAVE = range(7)
+_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(7, 12)
+
+SeriesKey = tuple[str, Labels]  # (metric name, label values)
+_P = catalog.PREFIX
+_REQUESTS, _OUTPUT, _PROMPT, _WOULD_SAVE = (_P + "requests_total", _P + "output_tokens_total",
+                                            _P + "prompt_tokens_total", _P + "would_have_saved_tokens_total")
+_SPEND, _CACHE_SAVINGS, _CACHE_PREMIUM = (_P + "spend_usd_total", _P + "cache_read_savings_usd_total",
+                                          _P + "cache_write_premium_usd_total")
+_USD_SAVED, _WOULD_SAVE_USD = _P + "usd_saved_total", _P + "would_have_saved_usd_total"
+
+
+class Exposition:
+    """Renders the catalog's families from ``Aggregates`` plus health samples."""
+
+    def __init__(self, month_start: Callable[[str], float]) -> None:
+        self.month_start = month_start
+        label_texts: dict[Labels, _LabelText] = {}
+        self.families = {spec.name: _Family(spec, label_texts.setdefault(spec.labels, _LabelText(spec.labels)))
+                         for spec in catalog.CATALOG}
+        # cell-derived sums: metric -> series labels -> value; each series' cells and which of their values
+        self._sums: dict[str, dict[Labels, float | int]] = {}
+        self._members: dict[SeriesKey, list[CellKey]] = {}
+        self._value_index: dict[SeriesKey, int] = {}
+        self._cell_series: dict[CellKey, list[SeriesKey]] = {}
+        self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
+        self._seen_cells: dict[CellKey, list[int]] = {}  # each cell as the last render saw it
+        self._aggregates_id = 0
+
+    def reset(self) -> None:
+        self._sums.clear()
+        self._members.clear()
+        self._value_index.clear()
+        self._cell_series.clear()
+        self._vectors.clear()
+        self._seen_cells.clear()
+
+    def _series_of(self, agg: Aggregates, key: CellKey) -> list[SeriesKey]:
+        """The summed series a cell contributes to (fixed for the cell's lifetime)."""
+        found = self._cell_series.get(key)
+        if found is not None:
+            return found
+        month, model, tenant, method, rate_id = key
+        base = (month, model, tenant)
+        series: list[tuple[SeriesKey, int]] = [
+            ((_REQUESTS, base), _V_REQUESTS), ((_OUTPUT, base), _V_OUTPUT),
+            ((_PROMPT, (month, model, tenant, "fresh")), _V_FRESH),
+            ((_PROMPT, (month, model, tenant, "cache_read")), _V_CACHE_READ),
+            ((_PROMPT, (month, model, tenant, "cache_write_5m")), _V_WRITE_5M),
+            ((_PROMPT, (month, model, tenant, "cache_write_1h")), _V_WRITE_1H),
+        ]
+        if method:
+            series.append(((_WOULD_SAVE, (month, model, tenant, method)), _V_WOULD_SAVE))
+        if rate_id >= 0:
+            rates = agg.rate_book[rate_id]
+            versioned = (month, model, tenant, rates.version)
+            series += [((_SPEND, versioned), _V_SPEND), ((_CACHE_SAVINGS, versioned), _V_CACHE_SAVINGS),
+                       ((_CACHE_PREMIUM, versioned), _V_CACHE_PREMIUM)]
+            if method:
+                _factor, source = rates.factor(method)
+                provenance = (month, model, tenant, method, rates.version, source)
+                series += [((_USD_SAVED, provenance), _V_USD_SAVED), ((_WOULD_SAVE_USD, provenance), _V_WOULD_SAVE_USD)]
+        members, value_index = self._members, self._value_index
+        for entry, index in series:
+            found_members = members.get(entry)
+            if found_members is None:
+                members[entry] = [key]
+                value_index[entry] = index
+            else:
+                found_members.append(key)
+        keys = self._cell_series[key] = [entry for entry, _index in series]
+        return keys
+
+    def _vector(self, agg: Aggregates, key: CellKey) -> tuple[float | int, ...]:
+        """All of a cell's series values: one ``cell_dollars`` per changed cell, not one per dollar series."""
+        found = self._vectors.get(key)
+        if found is None:
+            cell = agg.cells[key]
+            tokens = tuple([cell[field] for field in _TOKEN_FIELDS])
+            if key[4] < 0:  # unpriced: no dollar series
+                found = tokens
+            else:
+                d = cell_dollars(cell, agg.rate_book[key[4]], key[3])
+                found = (*tokens, d.spend, d.cache_read_savings, d.cache_write_premium, d.usd_saved,
+                         d.would_have_saved)
+            self._vectors[key] = found
+        return found
+
+    def _update_sums(self, agg: Aggregates) -> None:
+        """Re-sum the series of the cells that changed since the last render.
+
+        A changed cell is found by comparing it with the copy kept at the last
+        render (a C-level list compare per cell), so the pipeline's per-record
+        path keeps no change set.
+        """
+        seen = self._seen_cells
+        if id(agg) != self._aggregates_id or agg.dirty_all:
+            self.reset()
+            self._aggregates_id = id(agg)
+            dirty = list(agg.cells)
+            agg.dirty_all = False
+        else:
+            dirty = [key for key, cell in agg.cells.items() if seen.get(key) != cell]
+        for key in dirty:
+            seen[key] = agg.cells[key].copy()
+        # a dict, not a set: series first appear in cell order, the same in every
+        # process (set order of str tuples changes with PYTHONHASHSEED)
+        touched: dict[SeriesKey, None] = {}
+        vectors = self._vectors
+        for key in dirty:
+            vectors.pop(key, None)
+            touched.update(dict.fromkeys(self._series_of(agg, key)))
+        sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
+        for entry in touched:
+            index = value_index[entry]
+            total: float | int = 0
+            for key in members[entry]:  # in cell order: the same float sum every time
+                total += vector(agg, key)[index]
+            metric, labels = entry
+            by_labels = sums.get(metric)
+            if by_labels is None:
+                by_labels = sums[metric] = {}
+            by_labels[labels] = total
+
+    def series(
+        self, agg: Aggregates, health: Iterable[HealthSample]
+    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+        """Every catalog family with its current series, in catalog order.
+
+        The one view of the numbers: the text renderer and the OTLP push both read it.
+        """
+        self._update_sums(agg)
+        p = catalog.PREFIX
+        one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
+            p + "tokens_saved_total": (((k[0], k[1], k[2], k[4], k[3]), v) for k, v in agg.components.items()),
+            p + "unpriced_requests_total": agg.unpriced.items(),
+            p + "divergence_counted_tokens_total": ((k, v[0]) for k, v in agg.divergence.items()),
+            p + "divergence_provider_tokens_total": ((k, v[1]) for k, v in agg.divergence.items()),
+            p + "duplicates_total": (((k,), v) for k, v in agg.duplicates.items()),
+            p + "records_rejected_total": agg.rejected.items(),
+            p + "records_flagged_total": agg.flagged.items(),
+        }
+        health_by_name: dict[str, list[tuple[Labels, float | int]]] = {}
+        for name, labels, value in health:
+            health_by_name.setdefault(name, []).append((labels, value))
+        for name, family in self.families.items():
+            if name in one_to_one:
+                yield family, one_to_one[name]
+            elif name in self._sums:
+                yield family, self._sums[name].items()
+            else:
+                yield family, health_by_name.get(name, ())
+
+    def render(self, agg: Aggregates, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
+        out: list[str] = []
+        for family, series in self.series(agg, health):
+            family.render(series, out, openmetrics, self.month_start)
+        if openmetrics:
+            out.append("# EOF\n")
+        return "".join(out).encode("utf-8")
+
+
+def wants_openmetrics(accept: str | None) -> bool:
+    return bool(accept) and "application/openmetrics-text" in (accept or "")
+
+
+def render_for(accept: str | None, exposition: Exposition, agg: Aggregates,
+               health: Iterable[HealthSample]) -> tuple[bytes, str]:
+    om = wants_openmetrics(accept)
+    return exposition.render(agg, health, om), OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
+
+
+__all__ = ["Exposition", "HealthSample", "render_for", "wants_openmetrics"]
+

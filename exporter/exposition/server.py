@@ -1,0 +1,120 @@
+"""The HTTP face of the sidecar: /metrics, /healthz, /readyz and a landing page.
+
+A small ThreadingHTTPServer: scrapes are rare and cheap (see
+``exporter.exposition.render``), so a thread per request is plenty, and it keeps the
+dependency list short. Each connection gets a socket timeout so a slow client
+cannot hold a thread forever.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class Endpoints:
+    """What the server asks of the sidecar; plain callables so tests can drive them."""
+
+    def __init__(
+        self,
+        metrics: Callable[[str | None], tuple[bytes, str]],
+        ready: Callable[[], tuple[bool, str]],
+        summary: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.metrics = metrics
+        self.ready = ready
+        self.summary = summary
+
+
+def _landing(summary: dict[str, Any]) -> bytes:
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary.items()
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>llm-savings-exporter</title></head><body>"
+        "<h1>llm-savings-exporter</h1>"
+        "<p><a href='/metrics'>/metrics</a> · <a href='/healthz'>/healthz</a> · <a href='/readyz'>/readyz</a></p>"
+        f"<h2>This month</h2><table>{rows}</table></body></html>"
+    ).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.client_timeout)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http %s", format % args)
+
+    def _send(self, code: int, body: bytes, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        endpoints = self.server.endpoints
+        try:
+            if path == "/metrics":
+                body, content_type = endpoints.metrics(self.headers.get("Accept"))
+                self._send(200, body, content_type)
+            elif path == "/healthz":
+                self._send(200, b"ok\n", "text/plain; charset=utf-8")
+            elif path == "/readyz":
+                ready, why = endpoints.ready()
+                self._send(200 if ready else 503, (why + "\n").encode(), "text/plain; charset=utf-8")
+            elif path == "/":
+                self._send(200, _landing(endpoints.summary()), "text/html; charset=utf-8")
+            else:
+                self._send(404, b"not found\n", "text/plain; charset=utf-8")
+        except Exception:  # a failing scrape must not kill the server thread
+            log.exception("error serving %s", path)
+            self._send(500, b"internal error\n", "text/plain; charset=utf-8")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], endpoints: Endpoints, client_timeout: float) -> None:
+        self.endpoints = endpoints
+        self.client_timeout = client_timeout
+        super().__init__(address, _Handler)
+
+
+class MetricsServer:
+    def __init__(self, host: str, port: int, endpoints: Endpoints, client_timeout: float = 10.0) -> None:
+        if ":" in host:
+            import socket
+
+            _Server.address_family = socket.AF_INET6
+        self._server = _Server((host, port), endpoints, client_timeout)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.2,), name="metrics-http",
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():  # shutdown() waits for a serve loop that must be running
+            self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,3 @@
+"""Price tables: the model (``table``: versions, families, rates, lookups and the
+YAML loader with file:line:key refusals) and ``importers`` (one module per
+upstream source, each converting into that model)."""

@@ -1,0 +1,1 @@
+"""Price importers: one module per upstream price source."""

@@ -1,0 +1,327 @@
+"""Versioned price table v1 (DESIGN.md §3): load, validate, look up.
+
+A request is priced by the version whose ``effective_from`` is the latest one
+not after its ``ts``; each version is complete on its own. A model unknown to
+that version is *unpriced*: no dollars are invented for it. A cache-write
+rate missing from a model falls back to its family's multiplier of the input
+rate, else to the plain input rate (no invented premium); a missing
+cache-read rate falls back to the input rate (no invented discount).
+
+Validation errors name file, line, key and value (``exporter.yamlpos``).
+What the lookup returns, ``PricedModel``, is frozen and hashable: the
+aggregates keep the exact rates they counted with, so a later table never
+reprices what was already counted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from exporter.yamlpos import Located, YamlError, load_located
+
+SCHEMA = "llm-savings-prices/v1"
+PER_MILLION = 1_000_000.0
+BUNDLED_PRICES = Path(__file__).parent.parent / "data" / "prices.yaml"
+
+PROVIDER_METHOD = "provider"
+
+
+class PriceTableError(YamlError):
+    """A refused price table; the message names file, line, key and value."""
+
+
+@dataclass(frozen=True, slots=True)
+class PricedModel:
+    """Rates (USD per million tokens) of one model in one version, with its family's factors."""
+
+    version: str
+    model: str
+    family: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write_5m: float
+    cache_write_1h: float
+    factors: tuple[tuple[str, float], ...] = ()
+
+    def factor(self, method: str | None) -> tuple[float, str]:
+        """Billed-token factor for a count method and where it came from."""
+        if method == PROVIDER_METHOD:
+            return 1.0, "provider"
+        if method is not None:
+            for name, value in self.factors:
+                if name == method:
+                    return value, "table"
+        return 1.0, "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    cache_write_5m_multiplier: float | None = None
+    cache_write_1h_multiplier: float | None = None
+    billed_token_factor: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(slots=True)
+class PriceVersion:
+    version: str
+    effective_from: float
+    effective_from_text: str
+    source: str
+    families: dict[str, Family]
+    models: dict[str, PricedModel]
+    aliases: dict[str, str]
+    model_meta: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def resolve(self, model: str, provider: str | None = None) -> PricedModel | None:
+        name = model if model in self.models else self.aliases.get(model)
+        if name is None and provider:
+            qualified = f"{provider}/{model}"
+            name = qualified if qualified in self.models else self.aliases.get(qualified)
+        return None if name is None else self.models[name]
+
+
+class PriceTable:
+    """All versions of one table file, ordered by ``effective_from``."""
+
+    def __init__(self, versions: list[PriceVersion], sha256: str, path: str) -> None:
+        self.versions = sorted(versions, key=lambda v: v.effective_from)
+        self._starts = [v.effective_from for v in self.versions]
+        self.sha256 = sha256
+        self.path = path
+        self._cache: dict[tuple[int, str, str | None], PricedModel | str] = {}
+
+    def version_at(self, ts: float) -> PriceVersion | None:
+        index = bisect.bisect_right(self._starts, ts) - 1
+        return self.versions[index] if index >= 0 else None
+
+    def lookup(self, model: str, ts: float, provider: str | None = None) -> PricedModel | str:
+        """The rates for ``model`` at ``ts``, or the reason it is unpriced."""
+        index = bisect.bisect_right(self._starts, ts) - 1
+        key = (index, model, provider)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        if index < 0:
+            result: PricedModel | str = "before_first_version"
+        else:
+            priced = self.versions[index].resolve(model, provider)
+            result = priced if priced is not None else "unknown_model"
+        if len(self._cache) < 100_000:  # unknown model names are unbounded
+            self._cache[key] = result
+        return result
+
+    @property
+    def newest(self) -> PriceVersion:
+        return self.versions[-1]
+
+    def definitions(self) -> dict[str, tuple[PricedModel, ...]]:
+        """Each version's full content, to tell a changed version from a new one."""
+        return {v.version: tuple(sorted(v.models.values(), key=lambda m: m.model)) for v in self.versions}
+
+
+# ---------------------------------------------------------------------------
+# loading and validation
+
+_VERSION_KEYS = {"version", "effective_from", "source", "families", "models"}
+_FAMILY_KEYS = {"cache_write_5m_multiplier", "cache_write_1h_multiplier", "billed_token_factor"}
+_MODEL_RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+_MODEL_KEYS = {"family", "aliases", "provider", "source", "retrieved", *_MODEL_RATE_KEYS}
+
+
+def _number(doc: Located, path: tuple[str | int, ...], value: Any, *, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        hint = ""
+        if isinstance(value, str) and re.fullmatch(r"[0-9.]+e-?[0-9]+", value):
+            hint = " (YAML 1.1 reads exponents without a dot as strings: write 1.0e-6)"
+        raise PriceTableError(str(doc.error(path, f"expected a number, got {value!r}{hint}")))
+    try:
+        number = float(value)
+    except OverflowError:  # an integer with hundreds of digits
+        number = math.inf
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise PriceTableError(str(doc.error(path, f"expected a {'positive' if positive else 'non-negative'} "
+                                                  f"finite number, got {value!r}")))
+    return number
+
+
+def _string(doc: Located, path: tuple[str | int, ...], value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise PriceTableError(str(doc.error(path, f"expected a non-empty string, got {value!r}")))
+    return value
+
+
+def _mapping(doc: Located, path: tuple[str | int, ...], value: Any, allowed: set[str] | None) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PriceTableError(str(doc.error(path, f"expected a mapping, got {type(value).__name__}")))
+    if allowed is not None:
+        for key in value:
+            if key not in allowed:
+                raise PriceTableError(str(doc.error((*path, key),
+                                                    f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")))
+    return value
+
+
+def _timestamp(doc: Located, path: tuple[str | int, ...], value: Any) -> tuple[float, str]:
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.timestamp(), moment.isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day, tzinfo=UTC)
+        return moment.timestamp(), moment.isoformat().replace("+00:00", "Z")
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise PriceTableError(str(doc.error(path, f"expected an RFC 3339 timestamp, got {value!r}"))) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp(), value
+    raise PriceTableError(str(doc.error(path, f"expected an RFC 3339 timestamp, got {value!r}")))
+
+
+def _family(doc: Located, path: tuple[str | int, ...], raw: Any) -> Family:
+    body = _mapping(doc, path, raw, _FAMILY_KEYS)
+    m5 = body.get("cache_write_5m_multiplier")
+    m1 = body.get("cache_write_1h_multiplier")
+    factors_raw = body.get("billed_token_factor") or {}
+    factors_map = _mapping(doc, (*path, "billed_token_factor"), factors_raw, None)
+    factors = tuple(
+        sorted(
+            (str(method), _number(doc, (*path, "billed_token_factor", method), value, positive=True))
+            for method, value in factors_map.items()
+        )
+    )
+    for method, _ in factors:
+        if method == PROVIDER_METHOD:
+            raise PriceTableError(str(doc.error((*path, "billed_token_factor", method),
+                                                "the 'provider' method is exact by definition (factor 1)")))
+    return Family(
+        None if m5 is None else _number(doc, (*path, "cache_write_5m_multiplier"), m5, positive=True),
+        None if m1 is None else _number(doc, (*path, "cache_write_1h_multiplier"), m1, positive=True),
+        factors,
+    )
+
+
+def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
+    path: tuple[str | int, ...] = ("versions", index)
+    body = _mapping(doc, path, raw, _VERSION_KEYS)
+    for required in ("version", "effective_from", "models"):
+        if required not in body:
+            raise PriceTableError(str(doc.error(path, f"missing key {required!r}")))
+    version = body["version"]
+    if isinstance(version, date | int | float) and not isinstance(version, bool):
+        version = str(version)  # an unquoted 2026-11-01 is read as a date; the label is its text
+    version = _string(doc, (*path, "version"), version)
+    effective, effective_text = _timestamp(doc, (*path, "effective_from"), body["effective_from"])
+    source = body.get("source", "")
+    if not isinstance(source, str):
+        raise PriceTableError(str(doc.error((*path, "source"), f"expected a string, got {source!r}")))
+    families = {
+        str(name): _family(doc, (*path, "families", name), fam)
+        for name, fam in _mapping(doc, (*path, "families"), body.get("families") or {}, None).items()
+    }
+    models: dict[str, PricedModel] = {}
+    aliases: dict[str, str] = {}
+    meta: dict[str, dict[str, str]] = {}
+    for name, raw_model in _mapping(doc, (*path, "models"), body["models"], None).items():
+        mpath = (*path, "models", name)
+        entry = _mapping(doc, mpath, raw_model, _MODEL_KEYS)
+        for required in ("input", "output"):
+            if required not in entry:
+                raise PriceTableError(str(doc.error(mpath, f"missing key {required!r}")))
+        family_name = entry.get("family", "")
+        if family_name and not isinstance(family_name, str):
+            raise PriceTableError(str(doc.error((*mpath, "family"), f"expected a string, got {family_name!r}")))
+        if family_name and family_name not in families:
+            # a typo here would silently drop the family's cache-write premium and factors
+            raise PriceTableError(str(doc.error(
+                (*mpath, "family"),
+                f"family {family_name!r} is not defined under versions[{index}].families "
+                f"(defined: {', '.join(sorted(families)) or 'none'}); add `{family_name}: {{}}` if it has no "
+                "premium and no factors")))
+        family = families[family_name] if family_name else Family()
+        rates = {key: _number(doc, (*mpath, key), entry[key]) for key in _MODEL_RATE_KEYS if key in entry}
+        base = rates["input"]
+        if "cache_write_5m" not in rates:
+            rates["cache_write_5m"] = base * (family.cache_write_5m_multiplier or 1.0)
+        if "cache_write_1h" not in rates:
+            rates["cache_write_1h"] = base * (family.cache_write_1h_multiplier or 1.0)
+        rates.setdefault("cache_read", base)
+        models[name] = PricedModel(
+            version=version,
+            model=name,
+            family=family_name,
+            input=rates["input"],
+            output=rates["output"],
+            cache_read=rates["cache_read"],
+            cache_write_5m=rates["cache_write_5m"],
+            cache_write_1h=rates["cache_write_1h"],
+            factors=family.billed_token_factor,
+        )
+        meta[name] = {k: str(entry[k]) for k in ("provider", "source", "retrieved") if k in entry}
+        alias_list = entry.get("aliases") or []
+        if not isinstance(alias_list, list):
+            raise PriceTableError(str(doc.error((*mpath, "aliases"), "expected a list of strings")))
+        for alias_index, alias in enumerate(alias_list):
+            alias = _string(doc, (*mpath, "aliases", alias_index), alias)
+            if alias in aliases and aliases[alias] != name:
+                raise PriceTableError(str(doc.error((*mpath, "aliases", alias_index),
+                                                    f"alias {alias!r} already names {aliases[alias]!r}")))
+            aliases[alias] = name
+    for alias in aliases:
+        if alias in models:
+            raise PriceTableError(str(doc.error((*path, "models", alias),
+                                                f"{alias!r} is both a model and an alias of {aliases[alias]!r}")))
+    return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta)
+
+
+def parse_price_table(text: str, filename: str) -> PriceTable:
+    """Validate a price table document; raises ``PriceTableError`` naming file, line, key, value."""
+    try:
+        doc = load_located(text, filename)
+    except YamlError as exc:
+        raise PriceTableError(str(exc)) from None
+    top = _mapping(doc, (), doc.data, {"schema", "versions"})
+    if top.get("schema") != SCHEMA:
+        raise PriceTableError(str(doc.error(("schema",), f"expected {SCHEMA!r}, got {top.get('schema')!r}")))
+    raw_versions = top.get("versions")
+    if not isinstance(raw_versions, list) or not raw_versions:
+        raise PriceTableError(str(doc.error(("versions",), "expected a non-empty list of versions")))
+    versions = [_version(doc, index, raw) for index, raw in enumerate(raw_versions)]
+    seen: dict[str, int] = {}
+    starts: dict[float, int] = {}
+    for index, version in enumerate(versions):
+        if version.version in seen:
+            raise PriceTableError(str(doc.error(("versions", index, "version"),
+                                                f"version {version.version!r} is not unique")))
+        if version.effective_from in starts:
+            raise PriceTableError(str(doc.error(("versions", index, "effective_from"),
+                                                f"same effective_from as versions[{starts[version.effective_from]}]")))
+        seen[version.version] = index
+        starts[version.effective_from] = index
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return PriceTable(versions, digest, filename)
+
+
+def load_price_table(path: str | Path | None = None) -> PriceTable:
+    """Load a table file (default: the bundled one)."""
+    file = Path(path) if path is not None else BUNDLED_PRICES
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise PriceTableError(f"{file}: cannot read price table: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PriceTableError(f"{file}: price table is not UTF-8") from None
+    table = parse_price_table(text, str(file))
+    table.sha256 = hashlib.sha256(raw).hexdigest()
+    return table

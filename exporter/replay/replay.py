@@ -1,0 +1,284 @@
+"""`replay`: the sidecar's arithmetic over whole files, no server.
+
+Runs exactly the pipeline the sidecar runs, so the month-to-date totals it
+prints are the ones the counters would hold after reading the same files.
+Unlike the tailer, replay treats a file's unterminated last line as complete:
+the file is finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import IO, Any
+
+from exporter.engine.dedupe import DedupeLedger
+from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import PriceTable, PriceTableError, load_price_table
+from exporter.replay.parallel import (
+    MIN_BYTES_PER_JOB,
+    PartResult,
+    Range,
+    add_parts,
+    can_fork,
+    count_ranges,
+    default_jobs,
+    note,
+    run_parts,
+    split_ranges,
+    why_not_additive,
+)
+from exporter.sidecar.config import SourceConfig
+from exporter.sources.formats.registry import FORMATS, LineDecoder, make_line_decoder
+from exporter.sources.tail.tailer import normalise_line
+
+DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
+
+READ_CHUNK = 1 << 20
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="print the month-to-date totals the counters would hold for these files",
+        description="Replay request logs through the full arithmetic and print month-to-date totals.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs ('-' for stdin)")
+    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
+    parser.add_argument("--format", default="canonical", choices=FORMATS, help="input format (default canonical)")
+    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
+    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
+    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
+    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
+                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
+                             "The result is always the one-pass result")
+    parser.add_argument("--json", action="store_true", help="print the DESIGN.md §5 JSON")
+    parser.set_defaults(func=run_replay)
+
+
+def replay_pipeline(prices: PriceTable, decoder: LineDecoder, timezone: str = "UTC",
+                    dedupe_window_days: float = 40.0) -> Pipeline:
+    """The pipeline ``replay`` feeds: the sidecar's, but its ledger is never checkpointed, so ids are
+    keyed by the process's own string hash (a fifth of the stable digest's cost)."""
+    ledger = DedupeLedger(dedupe_window_days, stable=False)
+    return Pipeline(prices, timezone=timezone, counter=decoder.counter, ledger=ledger)
+
+
+def replay_files(paths: list[str], pipeline: Pipeline, decoder: LineDecoder | None, progress: bool = False,
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> int:
+    """Feed every line of ``paths`` to ``pipeline``; returns the number of lines read."""
+    total_bytes = sum(os.path.getsize(p) for p in paths if p != "-") if progress else 0
+    meter = _Progress(total_bytes) if progress else None
+    lines = 0
+    for path in paths:
+        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        try:
+            lines += feed_lines(read_blocks(stream), pipeline, decoder, max_line_bytes, meter)
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    if meter is not None:
+        meter.done()
+    return lines
+
+
+def read_blocks(stream: IO[bytes], limit: int | None = None) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of ``stream`` (at most ``limit`` bytes of it), without their newline, a block at a time.
+
+    Each block comes with whether it holds a NUL or CR byte (then its lines need the
+    tailer's line rules). An unterminated last line is a line: replay treats the file
+    as finished.
+    """
+    pending: list[bytes] = []  # the start of a line that has no newline yet (kept in pieces: linear)
+    while limit is None or limit > 0:
+        block = stream.read(READ_CHUNK if limit is None else min(READ_CHUNK, limit))
+        if not block:
+            break
+        if limit is not None:
+            limit -= len(block)
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            pending.append(block)
+            continue
+        data = b"".join([*pending, block[:cut]]) if pending else block[:cut]
+        pending = [block[cut + 1 :]] if cut + 1 < len(block) else []
+        yield data.split(b"\n"), b"\0" in data or b"\r" in data
+    if pending:
+        last = b"".join(pending)
+        yield [last], b"\0" in last or b"\r" in last
+
+
+def feed_lines(blocks: Iterable[tuple[list[bytes], bool]], pipeline: Pipeline, decoder: LineDecoder | None,
+               max_line_bytes: int, meter: _Progress | None = None) -> int:
+    """The replay loop: lines through the tailer's line rules, then the pipeline; returns lines read."""
+    count = 0
+    decode = decoder.decode_line if decoder is not None else None  # None: canonical, the pipeline's fast path
+    for lines, unusual in blocks:
+        count += len(lines)
+        if unusual or max(map(len, lines)) > max_line_bytes:  # (a block holds one line at least)
+            lines = _normalised(lines, pipeline, max_line_bytes)
+        pipeline.ingest_lines(lines, "replay", decode)
+        if meter is not None:
+            meter.advance(sum(map(len, lines)) + len(lines), len(lines))
+    return count
+
+
+def _normalised(lines: list[bytes], pipeline: Pipeline, max_line_bytes: int) -> list[bytes]:
+    """The tailer's own line rules (NUL holes, long lines, CRLF), so replay counts what the sidecar would."""
+    kept = []
+    for line in lines:
+        line, skipped, _nuls = normalise_line(line, max_line_bytes)
+        if skipped is not None:
+            pipeline.reject(skipped, "replay")
+        else:
+            kept.append(line)
+    return kept
+
+
+class _Progress:
+    """A progress bar on stderr, redrawn at most five times a second."""
+
+    def __init__(self, total_bytes: int, label: str = "") -> None:
+        self.total = total_bytes
+        self.label = label
+        self.done_bytes = 0
+        self.lines = 0
+        self.last_draw = 0.0
+
+    def advance(self, size: int, lines: int) -> None:
+        self.done_bytes += size
+        self.lines += lines
+        if (now := time.monotonic()) - self.last_draw > 0.2:
+            self.last_draw = now
+            _draw(self.done_bytes, self.total, self.lines, self.label)
+
+    def done(self) -> None:
+        _draw(self.total, self.total, self.lines, self.label)
+        sys.stderr.write("\n")
+
+
+def replay_in_parts(paths: list[str], make_pipeline: Callable[[], Pipeline], decoder: LineDecoder, jobs: int,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, progress: bool = False) -> Pipeline | None:
+    """Replay ``paths`` in ``jobs`` forked processes (see ``exporter.replay.parallel``).
+
+    Returns the pipeline holding the one-pass counts, or None when the parts
+    were not independent or a job failed (the caller then replays in one pass).
+    """
+    parts = split_ranges(paths, jobs)
+
+    def work(ranges: list[Range], meter: _Progress | None, here: bool) -> PartResult:
+        pipeline = make_pipeline()
+        return count_ranges(ranges, pipeline, lambda stream, limit: feed_lines(
+            read_blocks(stream, limit), pipeline, decoder, max_line_bytes, meter), here=here)
+
+    first_meter = _Progress(sum(end - start for _, start, end in parts[0]),
+                            f" (part 1 of {len(parts)}, counted here)") if progress else None
+    works = [partial(work, ranges, first_meter if index == 0 else None, index == 0)  # run_parts runs the first here
+             for index, ranges in enumerate(parts)]
+    results = run_parts(works)
+    if first_meter is not None:
+        first_meter.done()
+    if isinstance(results, str):
+        note(f"a parallel job failed, counting again in one pass: {results.strip().splitlines()[-1]}")
+        return None
+    pipeline = make_pipeline()
+    reason = why_not_additive(results, pipeline.ledger.window_days, pipeline.ledger.max_ids,
+                              {cap.name: cap.max_values for cap in pipeline.caps.all()})
+    if reason is not None:
+        note(f"{reason}: counting again in one pass")
+        return None
+    add_parts(pipeline, results)
+    return pipeline
+
+
+def _parallel_jobs(paths: list[str], requested: int) -> int:
+    """How many jobs to run: 1 unless the input is big regular files and processes can fork."""
+    if requested == 1 or not can_fork() or any(p == "-" or not os.path.isfile(p) for p in paths):
+        return 1
+    by_size = sum(os.path.getsize(p) for p in paths) // MIN_BYTES_PER_JOB
+    return max(1, min(requested or default_jobs(), by_size))
+
+
+def _draw(done: int, total: int, lines: int, label: str = "") -> None:
+    share = done / total if total else 1.0
+    bar = "#" * int(share * 30)
+    sys.stderr.write(f"\r[{bar:<30}] {share:6.1%} {lines:,} lines{label}")
+    sys.stderr.flush()
+
+
+def replay_json(pipeline: Pipeline) -> dict[str, Any]:
+    agg = pipeline.aggregates
+    rejected_by_reason: dict[str, int] = {}
+    for (_month, reason), count in sorted(agg.rejected.items()):
+        rejected_by_reason[reason] = rejected_by_reason.get(reason, 0) + count
+    return {"months": agg.month_totals(), "rejected_by_reason": rejected_by_reason}
+
+
+def _table(result: dict[str, Any]) -> str:
+    rows = [
+        ("requests", "requests", "{:,}"), ("duplicates", "duplicates", "{:,}"), ("rejected", "rejected", "{:,}"),
+        ("unpriced", "unpriced", "{:,}"), ("tokens saved", "tokens_saved", "{:,}"),
+        ("usd saved", "usd_saved", "${:,.4f}"), ("would-have-saved tokens", "would_have_saved_tokens", "{:,}"),
+        ("would-have-saved usd", "would_have_saved_usd", "${:,.4f}"),
+        ("fresh input tokens", "fresh_input_tokens", "{:,}"), ("cache read tokens", "cache_read_tokens", "{:,}"),
+        ("cache write tokens", "cache_write_tokens", "{:,}"), ("output tokens", "output_tokens", "{:,}"),
+        ("spend usd", "spend_usd", "${:,.4f}"), ("provider cache savings usd", "cache_savings_usd", "${:,.4f}"),
+        ("cache hit rate", "cache_hit_rate", "{:.2%}"),
+    ]
+    months = result["months"]
+    if not months:
+        return "no records"
+    names = list(months)
+    width = max(len(label) for label, _, _ in rows)
+    cols = [max(12, len(n)) for n in names]
+    out = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, cols, strict=True))]
+    for label, key, fmt in rows:
+        cells = [fmt.format(months[n][key]).rjust(c) for n, c in zip(names, cols, strict=True)]
+        out.append(label.ljust(width) + "  " + "  ".join(cells))
+    if result["rejected_by_reason"]:
+        out.append("rejected by reason: " + ", ".join(f"{k}={v}" for k, v in result["rejected_by_reason"].items()))
+    return "\n".join(out)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    try:
+        prices = load_price_table(args.prices)
+    except PriceTableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        decoder = make_line_decoder(args.format, args.mapping)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in args.files:
+        if path != "-" and not os.path.isfile(path):
+            print(f"error: {path}: no such file", file=sys.stderr)
+            return 2
+    if args.jobs < 0:
+        print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
+        return 2
+    progress = not args.json and sys.stderr.isatty()
+
+    def make_pipeline() -> Pipeline:
+        return replay_pipeline(prices, decoder, args.timezone, args.dedupe_window_days)
+
+    jobs = _parallel_jobs(args.files, args.jobs)
+    pipeline = replay_in_parts(args.files, make_pipeline, decoder, jobs, args.max_line_bytes, progress) \
+        if jobs > 1 else None
+    if pipeline is None:
+        pipeline = make_pipeline()
+        replay_files(args.files, pipeline, decoder, progress=progress, max_line_bytes=args.max_line_bytes)
+    result = replay_json(pipeline)
+    if args.json:
+        print(json.dumps(result, indent=None, sort_keys=False))
+    else:
+        print(_table(result))
+    return 0
