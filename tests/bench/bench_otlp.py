@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import orjson  # noqa: E402
-from tests.fixtures.otlp.spans import IGNORED, MODEL_CALLS, make_spans  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
@@ -38,6 +37,7 @@ from exporter.engine.pipeline import Pipeline  # noqa: E402
 from exporter.prices.table import load_price_table  # noqa: E402
 from exporter.sources.otlp.http import OtlpReceiver  # noqa: E402
 from exporter.sources.otlp.mapping import map_json, map_protobuf  # noqa: E402
+from tests.fixtures.otlp.spans import IGNORED, MODEL_CALLS, make_spans  # noqa: E402
 
 BATCH = 512
 BATCHES_PER_CLIENT = 40

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from tests.e2e.test_helm_chart import one, render, scenario_values, sidecar
 
 

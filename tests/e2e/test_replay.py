@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support import oracle
 import pytest
 
 from exporter.cli.main import main
+from tests.support import oracle
 
 PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "prices_two_versions.yaml"
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.support import oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from exporter.engine.records import REJECTION_REASONS, Record, Rejection, parse_
 from exporter.prices.table import PriceTable, load_price_table
 from exporter.replay.replay import replay_files
 from exporter.tokens.counter import TokenCounter
+from tests.support import oracle
 
 PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "prices_two_versions.yaml"
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

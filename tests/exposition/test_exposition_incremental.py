@@ -11,13 +11,13 @@ import functools
 import random
 from pathlib import Path
 
-from tests.support import oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.engine.pipeline import Pipeline
 from exporter.exposition.render import Exposition
 from exporter.prices.table import PriceTable, load_price_table
+from tests.support import oracle
 
 PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "prices_two_versions.yaml"
 

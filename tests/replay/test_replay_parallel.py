@@ -14,7 +14,6 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from tests.support import oracle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +25,7 @@ from exporter.prices.table import load_price_table
 from exporter.replay.parallel import PartResult, run_parts, split_ranges, why_not_additive
 from exporter.replay.replay import replay_in_parts, replay_pipeline
 from exporter.sources.formats.registry import make_line_decoder
+from tests.support import oracle
 
 PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "prices_two_versions.yaml"
 

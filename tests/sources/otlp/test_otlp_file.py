@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tests.fixtures.otlp.spans import MODEL_CALLS, expected, make_spans, otlp_json_body
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -14,6 +13,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from exporter.engine.records import Record, parse_object
 from exporter.sources.otlp.file import records_from_otlp_json_line
 from exporter.sources.otlp.mapping import map_protobuf
+from tests.fixtures.otlp.spans import MODEL_CALLS, expected, make_spans, otlp_json_body
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "otlp" / "collector_file_export.jsonl"
 

@@ -7,16 +7,6 @@ from typing import Any
 
 import orjson
 import pytest
-from tests.fixtures.otlp.spans import (
-    END_NS,
-    IGNORED,
-    MODEL_CALLS,
-    PROMPT_TEXT,
-    expected,
-    make_spans,
-    otlp_json_body,
-    span_key,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -35,6 +25,16 @@ from exporter.sources.otlp.mapping import (
     map_json_object,
     map_protobuf,
     map_span,
+)
+from tests.fixtures.otlp.spans import (
+    END_NS,
+    IGNORED,
+    MODEL_CALLS,
+    PROMPT_TEXT,
+    expected,
+    make_spans,
+    otlp_json_body,
+    span_key,
 )
 
 FUZZ = settings(deadline=1000, max_examples=200, suppress_health_check=[HealthCheck.too_slow])

@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 import pytest
-from tests.fixtures.otlp.spans import END_NS, MODEL_CALLS, expected, make_spans, otlp_json_body
 from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -35,6 +34,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import parse_price_table
 from exporter.sources.otlp.http import BadBody, BodyTooLarge, OtlpReceiver, inflate_capped
+from tests.fixtures.otlp.spans import END_NS, MODEL_CALLS, expected, make_spans, otlp_json_body
 
 PB = "application/x-protobuf"
 JSON = "application/json"

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from tests.support.tail import Oracle, append, copytruncate, expect_ids, lines
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from tests.support.tail import Oracle, append, expect_ids, lines
-
 from exporter.sources.tail.tailer import Tailer
+from tests.support.tail import Oracle, append, expect_ids, lines
 
 
 def test_line_over_cap_is_a_skipped_event(tmp_path: Path) -> None:

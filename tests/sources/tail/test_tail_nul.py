@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.support.tail import Oracle, append, copytruncate, expect_ids, lines
 
 from exporter.sources.tail.tailer import Tailer
+from tests.support.tail import Oracle, append, copytruncate, expect_ids, lines
 
 
 class OffsetWriter:

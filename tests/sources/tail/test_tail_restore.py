@@ -14,9 +14,9 @@ import random
 from pathlib import Path
 
 import pytest
-from tests.support.tail import Oracle, copytruncate, expect_ids, lines
 
 from exporter.sources.tail.tailer import STATE_SCHEMA, Tailer
+from tests.support.tail import Oracle, copytruncate, expect_ids, lines
 
 
 class Sim:

@@ -10,9 +10,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from tests.support.tail import FakeClock, Oracle, append, expect_ids, lines
 
 from exporter.sources.tail.tailer import Tailer
+from tests.support.tail import FakeClock, Oracle, append, expect_ids, lines
 
 
 class RotatingWriter(threading.Thread):

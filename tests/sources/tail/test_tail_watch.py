@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.support.tail import append, lines
-
 from exporter.sources.tail.tailer import Tailer
+from tests.support.tail import append, lines
 
 
 def test_wait_returns_on_a_file_event(tmp_path: Path) -> None:
