@@ -51,83 +51,155 @@ def _g(name: str, unit: str, help: str, labels: tuple[str, ...], group: Group) -
 
 MONTH = "month"
 
+# --- month-to-date savings and spend (month = the record's own month) ---
+REQUESTS_TOTAL = _c(
+    "requests_total", "requests", "Requests counted (unique request ids), by the month of their timestamp.",
+    (MONTH, "model", "tenant"), "savings")
+TOKENS_SAVED_TOTAL = _c(
+    "tokens_saved_total", "tokens",
+    "Input tokens removed by the proxy: max(0, tokens_before - tokens_after), by component and count method.",
+    (MONTH, "model", "tenant", "component", "method"), "savings")
+USD_SAVED_TOTAL = _c(
+    "usd_saved_total", "usd",
+    "Dollars saved by the proxy: tokens_saved x billed-token factor x the model's list input rate.",
+    (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings")
+WOULD_HAVE_SAVED_TOKENS_TOTAL = _c(
+    "would_have_saved_tokens_total", "tokens",
+    "Tokens an optimisation would have removed in shadow/observe mode (not applied).",
+    (MONTH, "model", "tenant", "method"), "savings")
+WOULD_HAVE_SAVED_USD_TOTAL = _c(
+    "would_have_saved_usd_total", "usd",
+    "Dollars shadow-mode optimisations would have saved, at the list input rate and billed-token factor.",
+    (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings")
+PROMPT_TOKENS_TOTAL = _c(
+    "prompt_tokens_total", "tokens",
+    "Provider-reported prompt tokens by billing tier (fresh, cache_read, cache_write_5m, cache_write_1h).",
+    (MONTH, "model", "tenant", "tier"), "savings")
+OUTPUT_TOKENS_TOTAL = _c(
+    "output_tokens_total", "tokens", "Provider-reported output tokens (reasoning/thoughts included).",
+    (MONTH, "model", "tenant"), "savings")
+SPEND_USD_TOTAL = _c(
+    "spend_usd_total", "usd", "Dollars spent at list prices of the record's price version.",
+    (MONTH, "model", "tenant", "price_version"), "savings")
+CACHE_READ_SAVINGS_USD_TOTAL = _c(
+    "cache_read_savings_usd_total", "usd",
+    "What the provider's prompt cache saved on reads: cache_read x (input - cache_read rate). "
+    "Not the proxy's saving.",
+    (MONTH, "model", "tenant", "price_version"), "savings")
+CACHE_WRITE_PREMIUM_USD_TOTAL = _c(
+    "cache_write_premium_usd_total", "usd",
+    "What cache writes cost above the plain input rate. Net cache savings = read savings - write premium.",
+    (MONTH, "model", "tenant", "price_version"), "savings")
+# --- provenance and data quality ---
+UNPRICED_REQUESTS_TOTAL = _c(
+    "unpriced_requests_total", "requests",
+    "Requests whose model has no price in the version effective at their timestamp (no dollars invented).",
+    (MONTH, "model", "reason"), "provenance")
+DIVERGENCE_COUNTED_TOKENS_TOTAL = _c(
+    "divergence_counted_tokens_total", "tokens",
+    "Counted tokens_after of records that also carry provider usage, for the estimator divergence ratio.",
+    (MONTH, "model", "method", "population"), "provenance")
+DIVERGENCE_PROVIDER_TOKENS_TOTAL = _c(
+    "divergence_provider_tokens_total", "tokens",
+    "Provider prompt tokens of the same records; divergence = provider / counted, a level ratio.",
+    (MONTH, "model", "method", "population"), "provenance")
+DUPLICATES_TOTAL = _c(
+    "duplicates_total", "records", "Records whose request_id was already counted inside the dedupe window.",
+    (MONTH,), "provenance")
+RECORDS_REJECTED_TOTAL = _c(
+    "records_rejected_total", "records", "Records rejected, by bounded reason (month 'unknown' when unusable).",
+    (MONTH, "reason"), "provenance")
+RECORDS_FLAGGED_TOTAL = _c(
+    "records_flagged_total", "records",
+    "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
+    (MONTH, "flag"), "provenance")
+PRICE_TABLE_INFO = MetricSpec(
+    PREFIX + "price_table_info", "gauge", "",
+           "Price versions of the loaded table (value 1), with the table file's sha256.",
+           ("version", "effective_from", "sha256"), "provenance")
+PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS = _g(
+    "price_table_newest_effective_timestamp_seconds", "seconds",
+    "effective_from of the newest version in the loaded price table, for a staleness alert.", (), "provenance")
+BUILD_INFO = MetricSpec(
+    PREFIX + "build_info", "gauge", "", "Build information (value 1).",
+           ("version", "python_version"), "health")
+# --- exporter health ---
+SOURCE_LINES_READ_TOTAL = _c(
+    "source_lines_read_total", "lines", "Complete lines (or OTLP spans) read from a source.", ("source",), "health")
+SOURCE_BYTES_READ_TOTAL = _c(
+    "source_bytes_read_total", "bytes", "Bytes read from a source.", ("source",), "health")
+SOURCE_BYTES_BEHIND = _g(
+    "source_bytes_behind", "bytes", "Bytes written to a source's files and not yet read.", ("source",), "health")
+SOURCE_UP = _g(
+    "source_up", "", "1 when the source is being followed without error.", ("source",), "health")
+SOURCE_LAST_EVENT_TIMESTAMP_SECONDS = _g(
+    "source_last_event_timestamp_seconds", "seconds", "Wall-clock time the source last produced a record.",
+    ("source",), "health")
+LAST_RECORD_TIMESTAMP_SECONDS = _g(
+    "last_record_timestamp_seconds", "seconds", "Timestamp (ts) of the newest record counted.", (), "health")
+CHECKPOINT_WRITES_TOTAL = _c(
+    "checkpoint_writes_total", "", "Checkpoints committed.", (), "health")
+CHECKPOINT_FAILURES_TOTAL = _c(
+    "checkpoint_failures_total", "", "Checkpoint writes that failed.", (), "health")
+CHECKPOINT_AGE_SECONDS = _g(
+    "checkpoint_age_seconds", "seconds", "Seconds since the last committed checkpoint.", (), "health")
+PRICE_TABLE_RELOADS_TOTAL = _c(
+    "price_table_reloads_total", "", "Price table reloads, by result (success, error).", ("result",), "health")
+LABEL_OVERFLOW_TOTAL = _c(
+    "label_overflow_total", "", "Label values folded into 'other' because a label cap was reached.",
+    ("label",), "health")
+DEDUPE_LEDGER_IDS = _g(
+    "dedupe_ledger_ids", "", "Request ids currently held in the dedupe ledger.", (), "health")
+DEDUPE_EVICTED_IDS_TOTAL = _c(
+    "dedupe_evicted_ids_total", "",
+    "Request ids forgotten before the end of the dedupe window because dedupe_max_ids was reached.",
+    (), "health")
+TOKEN_COUNT_FALLBACKS_TOTAL = _c(
+    "token_count_fallbacks_total", "", "Texts counted by the chars/4 estimate because an encoding failed.",
+    ("reason",), "health")
+OTLP_REQUESTS_TOTAL = _c(
+    "otlp_requests_total", "requests", "OTLP/HTTP export requests, by HTTP status code.", ("code",), "health")
+OTLP_SPANS_TOTAL = _c(
+    "otlp_spans_total", "", "OTLP spans received, by outcome (accepted, rejected, ignored).", ("outcome",),
+    "health")
+
+# Catalog order is exposition order.
 CATALOG: tuple[MetricSpec, ...] = (
-    # --- month-to-date savings and spend (month = the record's own month) ---
-    _c("requests_total", "requests", "Requests counted (unique request ids), by the month of their timestamp.",
-       (MONTH, "model", "tenant"), "savings"),
-    _c("tokens_saved_total", "tokens",
-       "Input tokens removed by the proxy: max(0, tokens_before - tokens_after), by component and count method.",
-       (MONTH, "model", "tenant", "component", "method"), "savings"),
-    _c("usd_saved_total", "usd",
-       "Dollars saved by the proxy: tokens_saved x billed-token factor x the model's list input rate.",
-       (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings"),
-    _c("would_have_saved_tokens_total", "tokens",
-       "Tokens an optimisation would have removed in shadow/observe mode (not applied).",
-       (MONTH, "model", "tenant", "method"), "savings"),
-    _c("would_have_saved_usd_total", "usd",
-       "Dollars shadow-mode optimisations would have saved, at the list input rate and billed-token factor.",
-       (MONTH, "model", "tenant", "method", "price_version", "factor_source"), "savings"),
-    _c("prompt_tokens_total", "tokens",
-       "Provider-reported prompt tokens by billing tier (fresh, cache_read, cache_write_5m, cache_write_1h).",
-       (MONTH, "model", "tenant", "tier"), "savings"),
-    _c("output_tokens_total", "tokens", "Provider-reported output tokens (reasoning/thoughts included).",
-       (MONTH, "model", "tenant"), "savings"),
-    _c("spend_usd_total", "usd", "Dollars spent at list prices of the record's price version.",
-       (MONTH, "model", "tenant", "price_version"), "savings"),
-    _c("cache_read_savings_usd_total", "usd",
-       "What the provider's prompt cache saved on reads: cache_read x (input - cache_read rate). "
-       "Not the proxy's saving.",
-       (MONTH, "model", "tenant", "price_version"), "savings"),
-    _c("cache_write_premium_usd_total", "usd",
-       "What cache writes cost above the plain input rate. Net cache savings = read savings - write premium.",
-       (MONTH, "model", "tenant", "price_version"), "savings"),
-    # --- provenance and data quality ---
-    _c("unpriced_requests_total", "requests",
-       "Requests whose model has no price in the version effective at their timestamp (no dollars invented).",
-       (MONTH, "model", "reason"), "provenance"),
-    _c("divergence_counted_tokens_total", "tokens",
-       "Counted tokens_after of records that also carry provider usage, for the estimator divergence ratio.",
-       (MONTH, "model", "method", "population"), "provenance"),
-    _c("divergence_provider_tokens_total", "tokens",
-       "Provider prompt tokens of the same records; divergence = provider / counted, a level ratio.",
-       (MONTH, "model", "method", "population"), "provenance"),
-    _c("duplicates_total", "records", "Records whose request_id was already counted inside the dedupe window.",
-       (MONTH,), "provenance"),
-    _c("records_rejected_total", "records", "Records rejected, by bounded reason (month 'unknown' when unusable).",
-       (MONTH, "reason"), "provenance"),
-    _c("records_flagged_total", "records",
-       "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
-       (MONTH, "flag"), "provenance"),
-    MetricSpec(PREFIX + "price_table_info", "gauge", "",
-               "Price versions of the loaded table (value 1), with the table file's sha256.",
-               ("version", "effective_from", "sha256"), "provenance"),
-    _g("price_table_newest_effective_timestamp_seconds", "seconds",
-       "effective_from of the newest version in the loaded price table, for a staleness alert.", (), "provenance"),
-    MetricSpec(PREFIX + "build_info", "gauge", "", "Build information (value 1).",
-               ("version", "python_version"), "health"),
-    # --- exporter health ---
-    _c("source_lines_read_total", "lines", "Complete lines (or OTLP spans) read from a source.", ("source",), "health"),
-    _c("source_bytes_read_total", "bytes", "Bytes read from a source.", ("source",), "health"),
-    _g("source_bytes_behind", "bytes", "Bytes written to a source's files and not yet read.", ("source",), "health"),
-    _g("source_up", "", "1 when the source is being followed without error.", ("source",), "health"),
-    _g("source_last_event_timestamp_seconds", "seconds", "Wall-clock time the source last produced a record.",
-       ("source",), "health"),
-    _g("last_record_timestamp_seconds", "seconds", "Timestamp (ts) of the newest record counted.", (), "health"),
-    _c("checkpoint_writes_total", "", "Checkpoints committed.", (), "health"),
-    _c("checkpoint_failures_total", "", "Checkpoint writes that failed.", (), "health"),
-    _g("checkpoint_age_seconds", "seconds", "Seconds since the last committed checkpoint.", (), "health"),
-    _c("price_table_reloads_total", "", "Price table reloads, by result (success, error).", ("result",), "health"),
-    _c("label_overflow_total", "", "Label values folded into 'other' because a label cap was reached.",
-       ("label",), "health"),
-    _g("dedupe_ledger_ids", "", "Request ids currently held in the dedupe ledger.", (), "health"),
-    _c("dedupe_evicted_ids_total", "",
-       "Request ids forgotten before the end of the dedupe window because dedupe_max_ids was reached.",
-       (), "health"),
-    _c("token_count_fallbacks_total", "", "Texts counted by the chars/4 estimate because an encoding failed.",
-       ("reason",), "health"),
-    _c("otlp_requests_total", "requests", "OTLP/HTTP export requests, by HTTP status code.", ("code",), "health"),
-    _c("otlp_spans_total", "", "OTLP spans received, by outcome (accepted, rejected, ignored).", ("outcome",),
-       "health"),
+    REQUESTS_TOTAL,
+    TOKENS_SAVED_TOTAL,
+    USD_SAVED_TOTAL,
+    WOULD_HAVE_SAVED_TOKENS_TOTAL,
+    WOULD_HAVE_SAVED_USD_TOTAL,
+    PROMPT_TOKENS_TOTAL,
+    OUTPUT_TOKENS_TOTAL,
+    SPEND_USD_TOTAL,
+    CACHE_READ_SAVINGS_USD_TOTAL,
+    CACHE_WRITE_PREMIUM_USD_TOTAL,
+    UNPRICED_REQUESTS_TOTAL,
+    DIVERGENCE_COUNTED_TOKENS_TOTAL,
+    DIVERGENCE_PROVIDER_TOKENS_TOTAL,
+    DUPLICATES_TOTAL,
+    RECORDS_REJECTED_TOTAL,
+    RECORDS_FLAGGED_TOTAL,
+    PRICE_TABLE_INFO,
+    PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS,
+    BUILD_INFO,
+    SOURCE_LINES_READ_TOTAL,
+    SOURCE_BYTES_READ_TOTAL,
+    SOURCE_BYTES_BEHIND,
+    SOURCE_UP,
+    SOURCE_LAST_EVENT_TIMESTAMP_SECONDS,
+    LAST_RECORD_TIMESTAMP_SECONDS,
+    CHECKPOINT_WRITES_TOTAL,
+    CHECKPOINT_FAILURES_TOTAL,
+    CHECKPOINT_AGE_SECONDS,
+    PRICE_TABLE_RELOADS_TOTAL,
+    LABEL_OVERFLOW_TOTAL,
+    DEDUPE_LEDGER_IDS,
+    DEDUPE_EVICTED_IDS_TOTAL,
+    TOKEN_COUNT_FALLBACKS_TOTAL,
+    OTLP_REQUESTS_TOTAL,
+    OTLP_SPANS_TOTAL,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

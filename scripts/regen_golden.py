@@ -65,14 +65,13 @@ def case_pipeline(case: Path) -> Pipeline:
 
 def fixed_health(pipeline: Pipeline) -> list[HealthSample]:
     """Health samples that depend only on the case's inputs (stable across runs and machines)."""
-    p = catalog.PREFIX
     samples: list[HealthSample] = [
-        (p + "price_table_info", (v.version, v.effective_from_text, pipeline.prices.sha256), 1)
+        HealthSample(catalog.PRICE_TABLE_INFO, (v.version, v.effective_from_text, pipeline.prices.sha256), 1)
         for v in pipeline.prices.versions
     ]
-    samples.append((p + "price_table_newest_effective_timestamp_seconds", (),
-                    pipeline.prices.newest.effective_from))
-    samples += [(p + "label_overflow_total", (cap.name,), cap.overflow) for cap in pipeline.caps.all()]
+    samples.append(HealthSample(catalog.PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS, (),
+                                pipeline.prices.newest.effective_from))
+    samples += [HealthSample(catalog.LABEL_OVERFLOW_TOTAL, (cap.name,), cap.overflow) for cap in pipeline.caps.all()]
     return samples
 
 

@@ -21,7 +21,32 @@ from exporter.prices.table import PER_MILLION, PricedModel
 REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE = range(8)
 CELL_WIDTH = 8
 
-CellKey = tuple[str, str, str, str, int]
+
+
+class CellKey(NamedTuple):
+    """Where a record's token sums go: its labels and the id of the rates it was priced with.
+
+    Built once per route (``Pipeline._route``), so naming the fields costs the
+    per-record path nothing; ``rate_id`` indexes ``Aggregates.rate_book`` (``UNPRICED`` when none).
+    """
+
+    month: str
+    model: str
+    tenant: str
+    method: str
+    rate_id: int
+
+
+class ComponentKey(NamedTuple):
+    """The series of one saving component (``tokens_saved_total``)."""
+
+    month: str
+    model: str
+    tenant: str
+    method: str
+    component: str
+
+
 UNPRICED = -1
 UNKNOWN_MONTH = "unknown"
 
@@ -70,8 +95,9 @@ def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
 def _by_labels_and_rates(item: tuple[CellKey, list[int], PricedModel | None]) -> tuple[Any, ...]:
     key, _cell, rates = item
     if rates is None:
-        return (*key[:4], False)
-    return (*key[:4], True, rates.version, rates.model, rates.family, rates.input, rates.output, rates.cache_read,
+        return (key.month, key.model, key.tenant, key.method, False)
+    return (key.month, key.model, key.tenant, key.method, True, rates.version, rates.model, rates.family,
+            rates.input, rates.output, rates.cache_read,
             rates.cache_write_5m, rates.cache_write_1h, rates.factors)
 
 
@@ -80,7 +106,7 @@ class Aggregates:
 
     def __init__(self) -> None:
         self.cells: dict[CellKey, list[int]] = {}
-        self.components: dict[tuple[str, str, str, str, str], int] = {}
+        self.components: dict[ComponentKey, int] = {}
         self.unpriced: dict[tuple[str, str, str], int] = {}
         self.divergence: dict[tuple[str, str, str, str], list[int]] = {}  # -> [counted, provider]
         self.duplicates: dict[str, int] = {}
@@ -108,9 +134,9 @@ class Aggregates:
         table[key] = table.get(key, 0) + amount
 
     def months(self) -> list[str]:
-        found = {key[0] for key in self.cells}
+        found = {key.month for key in self.cells}
         found.update(self.duplicates)
-        found.update(key[0] for key in self.rejected)
+        found.update(key[0] for key in self.rejected)  # every other table's key starts with its month
         return sorted(found)
 
     def drop_months_before(self, oldest_kept: str) -> int:
@@ -120,8 +146,8 @@ class Aggregates:
         def keep(month: str) -> bool:
             return month == UNKNOWN_MONTH or month >= oldest_kept
 
-        self.cells = {k: v for k, v in self.cells.items() if keep(k[0])}
-        self.components = {k: v for k, v in self.components.items() if keep(k[0])}
+        self.cells = {k: v for k, v in self.cells.items() if keep(k.month)}
+        self.components = {k: v for k, v in self.components.items() if keep(k.month)}
         self.unpriced = {k: v for k, v in self.unpriced.items() if keep(k[0])}
         self.divergence = {k: v for k, v in self.divergence.items() if keep(k[0])}
         self.duplicates = {k: v for k, v in self.duplicates.items() if keep(k)}
@@ -139,12 +165,13 @@ class Aggregates:
         renumbered into this rate book.
         """
         rate_ids = [self.rate_id(rates) for rates in other.rate_book]
-        for (month, model, tenant, method, rate), cell in other.cells.items():
-            mine = self.cell((month, model, tenant, method, rate_ids[rate] if rate != UNPRICED else UNPRICED))
+        for key, cell in other.cells.items():
+            rate = rate_ids[key.rate_id] if key.rate_id != UNPRICED else UNPRICED
+            mine = self.cell(key._replace(rate_id=rate))
             for index, value in enumerate(cell):
                 mine[index] += value
-        for key, (counted, provider) in other.divergence.items():
-            pair = self.divergence.setdefault(key, [0, 0])
+        for div_key, (counted, provider) in other.divergence.items():
+            pair = self.divergence.setdefault(div_key, [0, 0])
             pair[0] += counted
             pair[1] += provider
         tables: tuple[tuple[dict[Any, int], dict[Any, int]], ...] = (
@@ -158,7 +185,7 @@ class Aggregates:
 
     def priced_cells(self) -> Iterator[tuple[CellKey, list[int], PricedModel | None]]:
         for key, cell in self.cells.items():
-            yield key, cell, (self.rate_book[key[4]] if key[4] != UNPRICED else None)
+            yield key, cell, (self.rate_book[key.rate_id] if key.rate_id != UNPRICED else None)
 
     # --- the replay/summary view (DESIGN.md §5) ----------------------------
     def month_totals(self) -> dict[str, dict[str, Any]]:
@@ -181,7 +208,7 @@ class Aggregates:
         # Sorted by labels and rate *values*, not rate ids (ids follow arrival order): float sums
         # are then the same whatever order the records came in.
         for key, cell, rates in sorted(self.priced_cells(), key=_by_labels_and_rates):
-            totals = month(key[0])
+            totals = month(key.month)
             totals["requests"] += cell[REQUESTS]
             totals["tokens_saved"] += cell[SAVED]
             totals["would_have_saved_tokens"] += cell[WOULD_SAVE]
@@ -192,7 +219,7 @@ class Aggregates:
             if rates is None:
                 totals["unpriced"] += cell[REQUESTS]
                 continue
-            dollars = cell_dollars(cell, rates, key[3])
+            dollars = cell_dollars(cell, rates, key.method)
             totals["usd_saved"] += dollars.usd_saved
             totals["would_have_saved_usd"] += dollars.would_have_saved
             totals["spend_usd"] += dollars.spend
@@ -234,12 +261,12 @@ class Aggregates:
             fields = {k: v for k, v in entry.items() if k != "factors"}
             agg.rate_id(PricedModel(**fields, factors=tuple((str(m), float(f)) for m, f in entry["factors"])))
         for row in state["cells"]:
-            key = (str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
+            key = CellKey(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
             cell = [int(v) for v in row[5:]]
             if len(cell) != CELL_WIDTH:
                 raise ValueError("checkpoint cell has the wrong width")
             agg.cells[key] = cell
-        agg.components = {tuple(row[:5]): int(row[5]) for row in state["components"]}
+        agg.components = {ComponentKey(*map(str, row[:5])): int(row[5]) for row in state["components"]}
         agg.unpriced = {tuple(row[:3]): int(row[3]) for row in state["unpriced"]}
         agg.divergence = {tuple(row[:4]): [int(row[4]), int(row[5])] for row in state["divergence"]}
         agg.duplicates = {str(k): int(v) for k, v in state["duplicates"].items()}

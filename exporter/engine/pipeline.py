@@ -14,7 +14,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from msgspec.structs import astuple
@@ -32,6 +32,7 @@ from exporter.engine.aggregate import (
     WRITE_5M,
     Aggregates,
     CellKey,
+    ComponentKey,
 )
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import fast_parse
@@ -59,11 +60,21 @@ NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
 MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
 SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
-# (month, price version index, model, provider, tenant, count_method, has a method label)
+# Built for every record, so a bare tuple (a NamedTuple costs a call per record; measured in
+# tests/bench/bench_replay.py). Fields, in order: month, price version index, model, provider,
+# tenant, count_method, whether the record has a method label.
 RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
-# (cell, its key, unpriced key or None, unattributed components key, divergence keys compacted/untouched)
-Route = tuple[list[int], CellKey, tuple[str, str, str] | None, tuple[str, str, str, str, str],
-              tuple[str, str, str, str], tuple[str, str, str, str]]
+
+
+class Route(NamedTuple):
+    """Where one route key's figures go, worked out once (``Pipeline._route``) and unpacked per record."""
+
+    cell: list[int]
+    cell_key: CellKey
+    unpriced: tuple[str, str, str] | None  # (month, model, reason) when the model has no price
+    unattributed: ComponentKey
+    compacted: tuple[str, str, str, str]  # divergence keys: (month, model, method, population)
+    untouched: tuple[str, str, str, str]
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -133,7 +144,7 @@ class Pipeline:
                 self.caps.tenant.preload([tenant])
             if method and method != UNSPECIFIED_METHOD:
                 self.caps.method.preload([method])
-        self.caps.component.preload(key[4] for key in agg.components if key[4] != UNATTRIBUTED)
+        self.caps.component.preload(key.component for key in agg.components if key.component != UNATTRIBUTED)
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
@@ -316,9 +327,9 @@ class Pipeline:
             unpriced = (month, model, priced)
         tenant = caps.tenant(record_tenant) if record_tenant is not None else UNSET_TENANT
         method = self._method_label(count_method, priced) if labelled else ""
-        cell_key = (month, model, tenant, method, rate_id)
-        route = (agg.cell(cell_key), cell_key, unpriced, (month, model, tenant, method, UNATTRIBUTED),
-                 (month, model, method, "compacted"), (month, model, method, "untouched"))
+        cell_key = CellKey(month, model, tenant, method, rate_id)
+        route = Route(agg.cell(cell_key), cell_key, unpriced, ComponentKey(month, model, tenant, method, UNATTRIBUTED),
+                      (month, model, method, "compacted"), (month, model, method, "untouched"))
         if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
             if len(self._routes) >= MAX_ROUTES:
                 self._routes.clear()
@@ -350,10 +361,10 @@ class Pipeline:
             share = tokens if tokens <= remaining else remaining
             exceeded = exceeded or share != tokens
             if share:
-                agg.count(agg.components, (month, model, tenant, method, self.caps.component(name)), share)
+                agg.count(agg.components, ComponentKey(month, model, tenant, method, self.caps.component(name)), share)
             remaining -= share
         if exceeded:
             agg.count(agg.flagged, (month, "components_exceed_saving"))
         if remaining or not components:
-            key = (month, model, tenant, method, UNATTRIBUTED)
+            key = ComponentKey(month, model, tenant, method, UNATTRIBUTED)
             agg.components[key] = agg.components.get(key, 0) + remaining

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
+from typing import NamedTuple
 
 from exporter import catalog
 from exporter.engine.aggregate import (
@@ -41,7 +42,28 @@ TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 Labels = tuple[str, ...]
-HealthSample = tuple[str, Labels, float]  # (metric name, label values in catalog order, value)
+
+
+class HealthSample(NamedTuple):
+    """One self-metric sample: its catalog entry (never a retyped name), label values in catalog order."""
+
+    metric: catalog.MetricSpec
+    labels: Labels
+    value: float
+
+
+class UnknownMetric(ValueError):
+    """A sample whose metric is not the catalog's entry of that name, or whose labels do not fit it."""
+
+
+def check_health_samples(samples: Iterable[HealthSample]) -> None:
+    """Refuse a sample the catalog does not declare (never dropped silently from /metrics)."""
+    for sample in samples:
+        if catalog.BY_NAME.get(sample.metric.name) is not sample.metric:
+            raise UnknownMetric(f"self-metric {sample.metric.name!r} is not in exporter.catalog")
+        if len(sample.labels) != len(sample.metric.labels):
+            raise UnknownMetric(f"self-metric {sample.metric.name}: labels {sample.labels!r} do not match "
+                                f"{sample.metric.labels!r}")
 
 
 def escape(value: str) -> str:
@@ -114,12 +136,11 @@ _V_REQUESTS, _V_OUTPUT, _V_FRESH, _V_CACHE_READ, _V_WRITE_5M, _V_WRITE_1H, _V_WO
 _V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(7, 12)
 
 SeriesKey = tuple[str, Labels]  # (metric name, label values)
-_P = catalog.PREFIX
-_REQUESTS, _OUTPUT, _PROMPT, _WOULD_SAVE = (_P + "requests_total", _P + "output_tokens_total",
-                                            _P + "prompt_tokens_total", _P + "would_have_saved_tokens_total")
-_SPEND, _CACHE_SAVINGS, _CACHE_PREMIUM = (_P + "spend_usd_total", _P + "cache_read_savings_usd_total",
-                                          _P + "cache_write_premium_usd_total")
-_USD_SAVED, _WOULD_SAVE_USD = _P + "usd_saved_total", _P + "would_have_saved_usd_total"
+_REQUESTS, _OUTPUT = catalog.REQUESTS_TOTAL.name, catalog.OUTPUT_TOKENS_TOTAL.name
+_PROMPT, _WOULD_SAVE = catalog.PROMPT_TOKENS_TOTAL.name, catalog.WOULD_HAVE_SAVED_TOKENS_TOTAL.name
+_SPEND, _CACHE_SAVINGS = catalog.SPEND_USD_TOTAL.name, catalog.CACHE_READ_SAVINGS_USD_TOTAL.name
+_CACHE_PREMIUM = catalog.CACHE_WRITE_PREMIUM_USD_TOTAL.name
+_USD_SAVED, _WOULD_SAVE_USD = catalog.USD_SAVED_TOTAL.name, catalog.WOULD_HAVE_SAVED_USD_TOTAL.name
 
 
 class Exposition:
@@ -189,10 +210,10 @@ class Exposition:
         if found is None:
             cell = agg.cells[key]
             tokens = tuple([cell[field] for field in _TOKEN_FIELDS])
-            if key[4] < 0:  # unpriced: no dollar series
+            if key.rate_id < 0:  # unpriced: no dollar series
                 found = tokens
             else:
-                d = cell_dollars(cell, agg.rate_book[key[4]], key[3])
+                d = cell_dollars(cell, agg.rate_book[key.rate_id], key.method)
                 found = (*tokens, d.spend, d.cache_read_savings, d.cache_write_premium, d.usd_saved,
                          d.would_have_saved)
             self._vectors[key] = found
@@ -242,19 +263,21 @@ class Exposition:
         The one view of the numbers: the text renderer and the OTLP push both read it.
         """
         self._update_sums(agg)
-        p = catalog.PREFIX
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
-            p + "tokens_saved_total": (((k[0], k[1], k[2], k[4], k[3]), v) for k, v in agg.components.items()),
-            p + "unpriced_requests_total": agg.unpriced.items(),
-            p + "divergence_counted_tokens_total": ((k, v[0]) for k, v in agg.divergence.items()),
-            p + "divergence_provider_tokens_total": ((k, v[1]) for k, v in agg.divergence.items()),
-            p + "duplicates_total": (((k,), v) for k, v in agg.duplicates.items()),
-            p + "records_rejected_total": agg.rejected.items(),
-            p + "records_flagged_total": agg.flagged.items(),
+            catalog.TOKENS_SAVED_TOTAL.name: (((k.month, k.model, k.tenant, k.component, k.method), v)
+                                              for k, v in agg.components.items()),
+            catalog.UNPRICED_REQUESTS_TOTAL.name: agg.unpriced.items(),
+            catalog.DIVERGENCE_COUNTED_TOKENS_TOTAL.name: ((k, v[0]) for k, v in agg.divergence.items()),
+            catalog.DIVERGENCE_PROVIDER_TOKENS_TOTAL.name: ((k, v[1]) for k, v in agg.divergence.items()),
+            catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in agg.duplicates.items()),
+            catalog.RECORDS_REJECTED_TOTAL.name: agg.rejected.items(),
+            catalog.RECORDS_FLAGGED_TOTAL.name: agg.flagged.items(),
         }
         health_by_name: dict[str, list[tuple[Labels, float | int]]] = {}
-        for name, labels, value in health:
-            health_by_name.setdefault(name, []).append((labels, value))
+        for metric, labels, value in health:
+            if self.families.get(metric.name) is None:
+                raise UnknownMetric(f"self-metric {metric.name!r} is not in exporter.catalog")
+            health_by_name.setdefault(metric.name, []).append((labels, value))
         for name, family in self.families.items():
             if name in one_to_one:
                 yield family, one_to_one[name]
@@ -282,5 +305,6 @@ def render_for(accept: str | None, exposition: Exposition, agg: Aggregates,
     return exposition.render(agg, health, om), OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
 
 
-__all__ = ["Exposition", "HealthSample", "render_for", "wants_openmetrics"]
+__all__ = ["Exposition", "HealthSample", "UnknownMetric", "check_health_samples", "render_for",
+           "wants_openmetrics"]
 

@@ -32,7 +32,7 @@ from exporter.engine.aggregate import Aggregates
 from exporter.engine.dedupe import DEFAULT_MAX_IDS, DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
-from exporter.exposition.render import Exposition, HealthSample, render_for
+from exporter.exposition.render import Exposition, HealthSample, check_health_samples, render_for
 from exporter.exposition.server import Endpoints, MetricsServer
 from exporter.prices.table import PriceTableError, load_price_table
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded
@@ -41,7 +41,6 @@ from exporter.sources.formats.registry import LazyTextCounter, LineDecoder, make
 from exporter.sources.tail.tailer import Tailer
 
 log = logging.getLogger("exporter.sidecar.sidecar")
-P = catalog.PREFIX
 CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
 PRICE_CHECK_SECONDS = 2.0
 
@@ -315,6 +314,8 @@ class Sidecar:
 
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
+        with self.pipeline.lock:  # a self-metric the catalog lacks stops the start, never vanishes from /metrics
+            check_health_samples(self.health_samples())
         self.server.start()
         if self.receiver is not None:
             self.receiver.start()
@@ -387,45 +388,49 @@ class Sidecar:
     def health_samples(self) -> list[HealthSample]:
         now = self.wall()
         samples: list[HealthSample] = [
-            (P + "build_info", (__version__, platform.python_version()), 1),
-            (P + "price_table_newest_effective_timestamp_seconds", (), self.prices.newest.effective_from),
-            (P + "checkpoint_writes_total", (), self.health.checkpoint_writes),
-            (P + "checkpoint_failures_total", (), self.health.checkpoint_failures),
-            (P + "dedupe_ledger_ids", (), len(self.pipeline.ledger)),
-            (P + "dedupe_evicted_ids_total", (), self.pipeline.ledger.evicted),
-            (P + "last_record_timestamp_seconds", (), self.pipeline.aggregates.newest_ts),
+            HealthSample(catalog.BUILD_INFO, (__version__, platform.python_version()), 1),
+            HealthSample(catalog.PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS, (),
+                         self.prices.newest.effective_from),
+            HealthSample(catalog.CHECKPOINT_WRITES_TOTAL, (), self.health.checkpoint_writes),
+            HealthSample(catalog.CHECKPOINT_FAILURES_TOTAL, (), self.health.checkpoint_failures),
+            HealthSample(catalog.DEDUPE_LEDGER_IDS, (), len(self.pipeline.ledger)),
+            HealthSample(catalog.DEDUPE_EVICTED_IDS_TOTAL, (), self.pipeline.ledger.evicted),
+            HealthSample(catalog.LAST_RECORD_TIMESTAMP_SECONDS, (), self.pipeline.aggregates.newest_ts),
         ]
         for version in self.prices.versions:
-            samples.append((P + "price_table_info", (version.version, version.effective_from_text,
-                                                     self.prices.sha256), 1))
+            info = (version.version, version.effective_from_text, self.prices.sha256)
+            samples.append(HealthSample(catalog.PRICE_TABLE_INFO, info, 1))
         if self.health.last_checkpoint_wall is not None:
-            samples.append((P + "checkpoint_age_seconds", (), max(0.0, now - self.health.last_checkpoint_wall)))
+            age = max(0.0, now - self.health.last_checkpoint_wall)
+            samples.append(HealthSample(catalog.CHECKPOINT_AGE_SECONDS, (), age))
         for result, count in sorted(self.health.price_reloads.items()):
-            samples.append((P + "price_table_reloads_total", (result,), count))
+            samples.append(HealthSample(catalog.PRICE_TABLE_RELOADS_TOTAL, (result,), count))
         for cap in self.pipeline.caps.all():
-            samples.append((P + "label_overflow_total", (cap.name,), cap.overflow))
+            samples.append(HealthSample(catalog.LABEL_OVERFLOW_TOTAL, (cap.name,), cap.overflow))
         counter = self.counter.loaded
         fallbacks = getattr(counter, "fallbacks", 0) if counter is not None else 0
-        samples.append((P + "token_count_fallbacks_total", ("encoding_unavailable",), fallbacks))
+        samples.append(HealthSample(catalog.TOKEN_COUNT_FALLBACKS_TOTAL, ("encoding_unavailable",), fallbacks))
         for runner in self.sources:
             stats = runner.tailer.stats()
             name = runner.config.name
             samples += [
-                (P + "source_lines_read_total", (name,), stats.lines_read),
-                (P + "source_bytes_read_total", (name,), stats.bytes_read),
-                (P + "source_bytes_behind", (name,), stats.bytes_behind),
-                (P + "source_up", (name,), 0 if runner.error else 1),
+                HealthSample(catalog.SOURCE_LINES_READ_TOTAL, (name,), stats.lines_read),
+                HealthSample(catalog.SOURCE_BYTES_READ_TOTAL, (name,), stats.bytes_read),
+                HealthSample(catalog.SOURCE_BYTES_BEHIND, (name,), stats.bytes_behind),
+                HealthSample(catalog.SOURCE_UP, (name,), 0 if runner.error else 1),
             ]
             if runner.last_record_wall is not None:
-                samples.append((P + "source_last_event_timestamp_seconds", (name,), runner.last_record_wall))
+                samples.append(HealthSample(catalog.SOURCE_LAST_EVENT_TIMESTAMP_SECONDS, (name,),
+                                            runner.last_record_wall))
         if self.receiver is not None:
             snap = self.receiver.stats.snapshot()
             for code, count in sorted(snap["requests"].items()):
-                samples.append((P + "otlp_requests_total", (str(code),), count))
-            samples.append((P + "otlp_spans_total", ("accepted",), snap["spans_accepted"]))
-            samples.append((P + "otlp_spans_total", ("rejected",), sum(snap["spans_rejected"].values())))
-            samples.append((P + "otlp_spans_total", ("ignored",), sum(snap["spans_ignored"].values())))
-            samples.append((P + "source_up", ("otlp",), 1))
+                samples.append(HealthSample(catalog.OTLP_REQUESTS_TOTAL, (str(code),), count))
+            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("accepted",), snap["spans_accepted"]))
+            rejected, ignored = sum(snap["spans_rejected"].values()), sum(snap["spans_ignored"].values())
+            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("rejected",), rejected))
+            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
+            samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))
         return samples
 
 

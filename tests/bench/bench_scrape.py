@@ -27,7 +27,18 @@ import time
 from typing import Any
 
 from exporter import catalog
-from exporter.engine.aggregate import CACHE_READ, CELL_WIDTH, FRESH, OUTPUT, REQUESTS, SAVED, WRITE_5M, Aggregates
+from exporter.engine.aggregate import (
+    CACHE_READ,
+    CELL_WIDTH,
+    FRESH,
+    OUTPUT,
+    REQUESTS,
+    SAVED,
+    WRITE_5M,
+    Aggregates,
+    CellKey,
+    ComponentKey,
+)
 from exporter.engine.pipeline import MonthOf
 from exporter.exposition.render import Exposition
 from exporter.prices.table import PricedModel, load_price_table
@@ -51,13 +62,13 @@ def fill(cells: int) -> Aggregates:
         tenant = f"tenant-{i // (len(MODELS) * len(METHODS)):05d}"
         priced = table.lookup(model, 1_795_000_000.0)
         assert isinstance(priced, PricedModel)
-        key = (MONTH, model, tenant, method, agg.rate_id(priced))
+        key = CellKey(MONTH, model, tenant, method, agg.rate_id(priced))
         cell = [0] * CELL_WIDTH
         cell[REQUESTS], cell[FRESH], cell[CACHE_READ], cell[WRITE_5M] = 10 + i % 7, 1000 * i, 500 * i, 10 * i
         cell[OUTPUT], cell[SAVED] = 300 * i, 700 * i
         agg.cells[key] = cell
         for j, component in enumerate(COMPONENTS):
-            agg.components[(MONTH, model, tenant, method, component)] = 300 * i + j
+            agg.components[ComponentKey(MONTH, model, tenant, method, component)] = 300 * i + j
         if method != "provider":
             agg.divergence[(MONTH, model, method, "compacted")] = [1000 * i, 1100 * i]
     agg.dirty_all = True
