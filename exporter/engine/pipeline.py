@@ -11,6 +11,7 @@ sidecar's ingest loop holds ``lock`` while it feeds a batch).
 from __future__ import annotations
 
 import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -57,6 +58,9 @@ UNATTRIBUTED = "unattributed"
 # found by tests/e2e/test_hostile_corpus.py
 NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
 
+# A record dated further ahead of the wall clock than this is refused (future_ts): a
+# gateway's clock may run a little ahead, a year-9999 record must not open a month.
+DEFAULT_FUTURE_SKEW_SECONDS = 600.0
 MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
 SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
@@ -119,6 +123,8 @@ class Pipeline:
         aggregates: Aggregates | None = None,
         ledger: DedupeLedger | None = None,
         oldest_month: str | None = None,
+        wall_clock: Callable[[], float] = time.time,
+        future_skew_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS,
     ) -> None:
         self.prices = prices
         self.month_of = MonthOf(timezone)
@@ -128,6 +134,9 @@ class Pipeline:
         self.aggregates = aggregates if aggregates is not None else Aggregates()
         self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
+        self.wall = wall_clock
+        self.future_skew_seconds = future_skew_seconds
+        self._future_limit = wall_clock() + future_skew_seconds
         self.lock = threading.RLock()
         self._preload_caps()
 
@@ -220,6 +229,10 @@ class Pipeline:
         the fields it decoded, so an ordinary line never builds a ``Record``.
         """
         agg = self.aggregates
+        if ts > self._future_limit and self._is_future(ts):
+            # dated ahead of the clock: it must not open a month nor move the dedupe window
+            agg.count(agg.rejected, (UNKNOWN_MONTH, "future_ts"))
+            return True
         slot = self._slots.get(ts // SLOT_SECONDS)
         if slot is None:
             slot = self._slot(ts)
@@ -273,6 +286,15 @@ class Pipeline:
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
         return True
+
+    def _is_future(self, ts: float) -> bool:
+        """Whether ``ts`` is more than the allowed skew ahead of the wall clock.
+
+        The limit is cached and refreshed only when a record passes it, so the
+        per-record path reads no clock; a stale (lower) limit only costs a refresh.
+        """
+        self._future_limit = self.wall() + self.future_skew_seconds
+        return ts > self._future_limit
 
     # --- routes: where a record's figures go ---------------------------------
     @property

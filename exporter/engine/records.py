@@ -47,6 +47,7 @@ REJECTION_REASONS = (
     "nul_bytes",
     "invalid_otlp",
     "expired_month",
+    "future_ts",
     "internal_error",
 )
 

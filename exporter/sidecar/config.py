@@ -72,6 +72,7 @@ class Config:
     dedupe_max_ids: int = 1_000_000  # memory bound of the ledger (~90 bytes/id); oldest evicted first, counted
     checkpoint_interval_seconds: float = 5.0  # how often offsets + aggregates + ledger are committed
     month_retention: int = 3  # months kept besides the current one; older records are refused
+    future_skew_seconds: float = 600.0  # records dated further ahead of the clock are refused (future_ts)
     labels: LabelConfig = field(default_factory=LabelConfig)
     sources: tuple[SourceConfig, ...] = ()
     otlp: OtlpConfig = field(default_factory=OtlpConfig)

@@ -138,7 +138,8 @@ class Sidecar:
         caps = LabelCaps(labels.max_models, labels.max_tenants, labels.max_methods, labels.max_components,
                          labels.tenant_allowlist, labels.model_allowlist)
         self.pipeline = Pipeline(self.prices, timezone=config.timezone, caps=caps, counter=self.counter,
-                                 aggregates=aggregates, ledger=ledger)
+                                 aggregates=aggregates, ledger=ledger, wall_clock=wall_clock,
+                                 future_skew_seconds=config.future_skew_seconds)
         self._apply_retention()
         self.sources: list[SourceRunner] = []
         saved_sources: dict[str, Any] = body.get("sources", {}) if loaded else {}

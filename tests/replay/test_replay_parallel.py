@@ -144,8 +144,8 @@ def test_dependent_parts_are_counted_again_in_one_pass(
     if case == "duplicate_ids":  # the second half retries ids of the first, with other content
         lines += [json.dumps(oracle.good_record(rng, f"id-{i}")).encode() + b"\n" for i in range(0, 1200, 7)]
     elif case == "long_span":
-        record = oracle.good_record(rng, "far-future")
-        lines.append(json.dumps({**record, "ts": "2027-03-01T00:00:00Z"}).encode() + b"\n")
+        record = oracle.good_record(rng, "long-ago")  # months before the rest: the span passes the window
+        lines.append(json.dumps({**record, "ts": "2026-03-01T00:00:00Z"}).encode() + b"\n")
     else:
         lines += [json.dumps({**oracle.good_record(rng, f"t-{i}"), "tenant": f"tenant-{i}"}).encode() + b"\n"
                   for i in range(300)]

@@ -182,7 +182,7 @@ def test_expired_month_rejections_survive_the_next_checkpoint(tmp_path: Path) ->
 
 
 def test_months_beyond_retention_leave_metrics_as_the_clock_advances(tmp_path: Path) -> None:
-    clock = [_ts(2026, 11, 20)]
+    clock = [_ts(2026, 12, 15)]  # after every record: none is dated ahead of the clock
     lines = [record_line(i, ts=_ts(2026, 11, 10) + i) for i in range(5)]
     lines += [record_line(i, ts=_ts(2026, 12, 10) + i) for i in range(5, 8)]
     _write(tmp_path, lines)
