@@ -35,7 +35,7 @@ from exporter.replay.parallel import (
 )
 from exporter.sidecar.config import SourceConfig
 from exporter.sources.formats.registry import FORMATS, LineDecoder, make_line_decoder
-from exporter.sources.tail.tailer import normalise_line
+from exporter.sources.tail import normalise_line
 
 DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
 

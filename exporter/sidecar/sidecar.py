@@ -38,7 +38,7 @@ from exporter.prices.table import PriceTableError, load_price_table
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded
 from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, ConfigError, SourceConfig, load_config, parse_listen
 from exporter.sources.formats.registry import LazyTextCounter, LineDecoder, make_line_decoder
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 
 log = logging.getLogger("exporter.sidecar.sidecar")
 CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"

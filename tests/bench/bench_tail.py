@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 
 _TEMPLATE = (
     '{{"ts":"2026-11-30T05:00:00.{i:06d}Z","request_id":"req-{i:010d}","model":"claude-sonnet-4-5",'

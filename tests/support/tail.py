@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from exporter.sources.tail.tailer import Tailer, TailEvent
+from exporter.sources.tail import Tailer, TailEvent
 
 _ID = re.compile(rb'"request_id":"(r\d+)"')
 

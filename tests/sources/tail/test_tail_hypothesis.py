@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exporter.sources.tail.tailer import Tailer, TailEvent
+from exporter.sources.tail import Tailer, TailEvent
 
 CAP = 40
 _short = st.binary(max_size=CAP + 1)

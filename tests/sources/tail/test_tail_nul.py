@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 from tests.support.tail import Oracle, append, copytruncate, expect_ids, lines
 
 

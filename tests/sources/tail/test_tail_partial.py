@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 from tests.support.tail import Oracle, append, expect_ids, lines
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tail"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources.tail.tailer import STATE_SCHEMA, Tailer
+from exporter.sources.tail import STATE_SCHEMA, Tailer
 from tests.support.tail import Oracle, copytruncate, expect_ids, lines
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 from tests.support.tail import FakeClock, Oracle, append, expect_ids, lines
 
 

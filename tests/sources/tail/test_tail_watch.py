@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from exporter.sources.tail.tailer import Tailer
+from exporter.sources.tail import Tailer
 from tests.support.tail import append, lines
 
 

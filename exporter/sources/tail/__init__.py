@@ -1,0 +1,129 @@
+"""Follow log files and hand out complete lines with exact resume offsets.
+
+The tailer turns files into lines; it knows nothing of JSON, records or
+metrics. The sidecar calls :meth:`Tailer.poll`, hands every line to the
+pipeline, and commits :meth:`Tailer.state` together with the aggregates in
+one atomic checkpoint; after a restart it calls :meth:`Tailer.restore` with
+that state on a new tailer. Exactly-once therefore rests on one promise:
+``state()`` describes exactly the lines returned so far, no more, no less.
+
+API
+---
+``Tailer(patterns, *, max_line_bytes=1 MiB, fingerprint_bytes=256,
+use_watchdog=True, poll_interval=1.0, clock=time.monotonic,
+source_name="jsonl", rotate_grace=5.0, copy_settle=2.0)``
+
+* ``poll(max_lines=None) -> list[TailEvent]`` - one non-blocking pass:
+  discover files matching the globs, check each followed file for
+  truncation, read what is new. Events come in file order: within a file in
+  offset order, files in the order they were discovered (so a rotated file
+  is drained before its successor). ``max_lines`` caps the events returned;
+  the rest stays buffered (bounded) and ``state()`` stops exactly there.
+* ``wait(timeout)`` - block until a watchdog event or
+  ``min(timeout, poll_interval)`` has passed.
+* ``state() -> dict`` - JSON-serialisable checkpoint.
+* ``restore(state) -> list[str]`` - on a fresh tailer, before the first
+  poll; returns human-readable warnings (truncated, rewritten, gone...).
+* ``stats() -> TailStats`` - counters and per-file lag.
+* ``close()``.
+
+A :class:`TailEvent` is either a line (``skipped is None``; ``line`` holds
+the bytes without the newline, a trailing ``\\r`` removed) or a skipped line
+(``skipped`` in :data:`SKIP_REASONS`, ``line`` empty) that the caller counts
+as a rejection. ``offset`` is where the line starts, ``end`` the resume
+offset after it, ``path`` the name the file had when last seen in the globs
+(a rotated file keeps its old name here).
+
+Semantics (the contract the tests hold us to)
+---------------------------------------------
+* **Discovery.** Every poll expands the globs (``**`` allowed). A new
+  regular file is read from offset 0 - at start-up too: nothing is skipped.
+  Watchdog (inotify) only wakes :meth:`wait` early; correctness never
+  depends on it, because network filesystems send no events. With
+  ``use_watchdog=False`` the tailer only polls.
+* **Identity** is device + inode + a fingerprint: the first
+  ``fingerprint_bytes`` bytes of the file (fewer while the file is shorter)
+  and the last 64 bytes before the committed offset. Names never decide.
+* **Rename rotation** (``app.log`` -> ``app.log.1``, new ``app.log``): the
+  old file keeps its identity and is followed through its open descriptor,
+  even when the new name is outside the globs, and drained to EOF before
+  the new file is read; the new file starts at 0. When the rotated name
+  still matches a glob, the same identity is recognised and nothing is read
+  twice. A file that left the globs (or was deleted) is closed once it has
+  been at EOF for ``rotate_grace`` seconds of the injected clock; a writer
+  still holding the old descriptor can finish its lines meanwhile.
+* **Truncation** (copytruncate, ``> file``) is detected when the size drops
+  below what was read, or the head or the bytes before the offset change.
+  Complete lines already buffered are still returned (they were in the
+  file), then the file restarts at 0 and the old position is *retired*.
+* **copytruncate with the copy inside the globs.** A new file whose head
+  equals a retired head is the copy: it is adopted at the retired offset (if
+  the 64 bytes before it match), so what was written between the last read
+  and the truncation is recovered and nothing is read twice. A new file
+  whose full head equals a followed file's head is a copy of a live file and
+  is never read (until that file is truncated). A new file too short to
+  tell (empty, or a prefix of a known head) waits up to ``copy_settle``
+  seconds, then is read from 0. Known window: when several copy, truncate
+  and regrow rounds happen between two polls, a copy can fail to match and be
+  read again; its lines are then counted as duplicates (the request-id
+  ledger keeps the totals exact), never as new requests.
+* **NUL bytes.** A writer without O_APPEND keeps writing at its old offset
+  after a copytruncate, leaving a run of NULs (a sparse hole) before its
+  next line. NUL runs at the start of a line are skipped and counted, never
+  buffered as a line. A line that still contains a NUL is skipped with
+  reason ``nul_bytes``.
+* **NULs at EOF** (a region whose data is not visible yet: NFS,
+  preallocation) are never committed or kept: they are read again next
+  time, so the data that replaces them is not lost. Only a run longer than
+  ``max_line_bytes`` or followed by data is skipped.
+* **Partial lines.** An unterminated last line is never returned until its
+  newline arrives; the committed offset stays before it, also across a
+  restart.
+* **Long lines.** A line longer than ``max_line_bytes`` (not counting
+  ``\\n``) is reported once as skipped ``line_too_long`` and discarded while
+  reading on in chunks (memory stays bounded); tailing resumes after its
+  newline, also across a restart (the state remembers that it is inside
+  such a line).
+* **Blank lines** (empty after removing ``\\r``) are not returned, only
+  counted.
+* **Restore** re-finds each file by device and inode (at its path, among
+  the glob matches, in its directory or in the directory its symlink points
+  into, so a file rotated while the sidecar was down is still drained),
+  then checks the fingerprint. New files not yet classified are in the
+  state too. Head
+  changed (inode reused, or truncated and rewritten), size below the offset
+  (truncated) or the bytes before the offset changed (rewritten): the file
+  restarts at 0 and a warning says so. A file that is gone is reported.
+* **Limitation across a crash:** a file that is created *and* rotated out
+  of the globs between two checkpoints was never checkpointed, so a tailer
+  restored after a crash cannot find it. Let the globs match the rotated
+  names too (``app.log*``): identity makes that free of double reads.
+* **Limitation: shared headers.** Files whose first ``fingerprint_bytes``
+  bytes are identical are taken for copies of each other; raise
+  ``fingerprint_bytes`` when every file starts with the same banner.
+* **Compressed files** (gzip, bzip2, xz, zstd, lz4 by their magic bytes),
+  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never read.
+* **Lag**: ``stats().files`` gives size - offset per file.
+
+Modules
+-------
+``lines`` (events, line rules, stats types), ``files`` (per-file records,
+identity, raw reads), ``state`` (checkpoint schema, restore, re-finding files
+after a restart), ``watch`` (file events that wake :meth:`Tailer.wait`),
+``tailer`` (the :class:`Tailer`). Import from this package, not the modules.
+"""
+
+from exporter.sources.tail.lines import SKIP_REASONS, FileLag, SkipReason, TailEvent, TailStats, normalise_line
+from exporter.sources.tail.state import STATE_SCHEMA
+from exporter.sources.tail.tailer import Tailer
+
+__all__ = [
+    "SKIP_REASONS",
+    "STATE_SCHEMA",
+    "FileLag",
+    "SkipReason",
+    "TailEvent",
+    "TailStats",
+    "Tailer",
+    "normalise_line",
+]

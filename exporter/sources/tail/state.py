@@ -1,0 +1,236 @@
+"""The checkpoint: what ``Tailer.state()`` writes and ``Tailer.restore()`` reads.
+
+Functions over the tailer's file table, kept apart from the reading logic so
+that the on-disk schema (:data:`STATE_SCHEMA`) changes in one place:
+:func:`_encode` turns the table into a JSON-serialisable dict,
+:func:`_decode` validates one back into typed entries, and :func:`_locate`
+finds a checkpointed file again after a restart by device and inode, and
+:func:`_restore` fills a new tailer's file table from a checkpoint: each file
+is re-found and its fingerprint checked; one that changed meanwhile restarts
+at 0 (its old position retired, so a copy of it can still be adopted) with a
+warning.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+from exporter.sources.tail.files import _digest, _File, _Key, _key_of, _pread, _read_tail, _Retired, _Waiting
+
+STATE_SCHEMA = "llm-savings-exporter/tail-state/v1"
+
+
+class _Saved(NamedTuple):
+    """One followed file as a checkpoint recorded it."""
+
+    path: str
+    key: _Key
+    offset: int
+    skipping: bool
+    head_len: int
+    head_hash: str
+    tail_len: int
+    tail_hash: str
+
+    def retired(self) -> _Retired:
+        """Its checkpointed position, kept in case a copy of the file turns up."""
+        return _Retired(None, self.head_len, self.head_hash, self.offset, self.tail_len, self.tail_hash)
+
+
+class _SavedWaiting(NamedTuple):
+    """A new file not yet classified when the checkpoint was taken."""
+
+    path: str
+    key: _Key
+
+
+class _Checkpoint(NamedTuple):
+    retired: list[_Retired]
+    files: list[_Saved]
+    waiting: list[_SavedWaiting]
+
+
+class _Restored(NamedTuple):
+    """What a restore reports besides the file table it filled."""
+
+    warnings: list[str]
+    truncations: int
+    fingerprint_mismatches: int
+
+
+class _Located(NamedTuple):
+    """A checkpointed file found again: its current name, an open descriptor, its size."""
+
+    path: str
+    fd: int
+    size: int
+
+
+def _encode(
+    source: str, files: Iterable[_File], retired: Iterable[_Retired], waiting: Iterable[_Waiting]
+) -> dict[str, Any]:
+    """The checkpoint: per file identity and the offset after the last returned line."""
+    return {
+        "schema": STATE_SCHEMA,
+        "source": source,
+        "files": [
+            {
+                "path": f.path,
+                "dev": f.key.dev,
+                "ino": f.key.ino,
+                "offset": f.base,
+                "skipping": f.skipping,
+                "head_len": len(f.head),
+                "head_hash": _digest(f.head),
+                "tail_len": len(f.tail),
+                "tail_hash": _digest(f.tail),
+            }
+            for f in files
+        ],
+        "retired": [r.to_json() for r in retired],
+        # New files not yet read (empty, or maybe a copy): remembered so that one
+        # rotated out of the globs before a restart is still found by inode.
+        "waiting": [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in waiting],
+    }
+
+
+def _decode(state: Any) -> _Checkpoint:
+    """Validate a checkpoint; ValueError when it is not one or is malformed."""
+    if not isinstance(state, dict) or state.get("schema") != STATE_SCHEMA:
+        raise ValueError(f"not a tailer state (expected schema {STATE_SCHEMA!r})")
+    try:
+        retired = [
+            _Retired(
+                None,
+                int(r["head_len"]),
+                str(r["head_hash"]),
+                int(r["offset"]),
+                int(r["tail_len"]),
+                str(r["tail_hash"]),
+            )
+            for r in state["retired"]
+        ]
+        files = [
+            _Saved(
+                str(e["path"]),
+                _Key(int(e["dev"]), int(e["ino"])),
+                int(e["offset"]),
+                bool(e["skipping"]),
+                int(e["head_len"]),
+                str(e["head_hash"]),
+                int(e["tail_len"]),
+                str(e["tail_hash"]),
+            )
+            for e in state["files"]
+        ]
+        waiting = [_SavedWaiting(str(e["path"]), _Key(int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed tailer state: {exc!r}") from exc
+    return _Checkpoint(retired, files, waiting)
+
+
+def _locate(
+    path: str,
+    key: _Key,
+    globbed: list[str],
+    open_file: Callable[[str], tuple[int, os.stat_result] | None],
+) -> _Located | None:
+    """Find the file with this device and inode: at its path, in the globs, in its dir."""
+
+    def candidates() -> Iterator[str]:
+        yield path
+        yield from globbed
+        # Its directory, and the directory a symlink points into (Kubernetes'
+        # /var/log/containers/*.log -> /var/log/pods/.../0.log, rotated there).
+        dirs = dict.fromkeys([os.path.dirname(path) or ".", os.path.dirname(os.path.realpath(path))])
+        for directory in dirs:
+            try:
+                with os.scandir(directory) as it:
+                    for entry in it:
+                        try:
+                            if entry.inode() == key.ino:
+                                yield entry.path
+                        except OSError:
+                            continue
+            except OSError:
+                continue
+
+    for cand in candidates():
+        try:
+            st = os.stat(cand)
+        except OSError:
+            continue
+        if _key_of(st) != key or not stat.S_ISREG(st.st_mode):
+            continue
+        opened = open_file(cand)
+        if opened is None:
+            continue
+        fd, fst = opened
+        if _key_of(fst) != key:
+            os.close(fd)
+            continue
+        return _Located(cand, fd, fst.st_size)
+    return None
+
+
+def _restore(
+    checkpoint: _Checkpoint,
+    files: dict[_Key, _File],
+    waiting: dict[_Key, _Waiting],
+    retired: deque[_Retired],
+    globbed: list[str],
+    open_file: Callable[[str], tuple[int, os.stat_result] | None],
+    fingerprint_bytes: int,
+    now: float,
+) -> _Restored:
+    """Fill a new tailer's (empty) file table from a checkpoint; see ``Tailer.restore``."""
+    retired.extend(checkpoint.retired)
+    warnings: list[str] = []
+    truncations = mismatches = 0
+    for saved in checkpoint.files:
+        path, key, offset = saved.path, saved.key, saved.offset
+        found = _locate(path, key, globbed, open_file)
+        if found is None:
+            warnings.append(f"{path}: gone while stopped; its unread bytes are lost")
+            continue
+        cur_path, fd, size = found
+        head = _pread(fd, min(fingerprint_bytes, size), 0)
+        tail = _read_tail(fd, offset) if size >= offset else b""
+        head_len = saved.head_len
+        if head_len and (len(head) < head_len or _digest(head[:head_len]) != saved.head_hash):
+            mismatches += 1
+            retired.append(saved.retired())
+            os.close(fd)  # not our file any more: discovery treats it as new
+            warnings.append(
+                f"{cur_path}: identity changed while stopped (inode reused, or truncated "
+                f"and rewritten); offset {offset} dropped, file read as new"
+            )
+            continue
+        if size < offset:
+            truncations += 1
+            problem = "truncated while stopped"
+        elif len(tail) != saved.tail_len or _digest(tail) != saved.tail_hash:
+            mismatches += 1
+            problem = "rewritten while stopped"
+        else:
+            files[key] = _File(cur_path, fd, key, offset, head, tail, saved.skipping, now)
+            if cur_path != path:
+                warnings.append(f"{path}: renamed to {cur_path} while stopped; following it")
+            continue
+        if offset > 0:
+            retired.append(saved.retired())
+        files[key] = _File(cur_path, fd, key, 0, head, b"", False, now)
+        warnings.append(f"{cur_path}: {problem} (offset was {offset}); reading it from 0")
+    for w in checkpoint.waiting:
+        found = _locate(w.path, w.key, globbed, open_file)
+        if found is None:
+            continue
+        if w.key in files or w.key in waiting:
+            os.close(found.fd)
+        else:
+            waiting[w.key] = _Waiting(found.path, found.fd, w.key, now)
+    return _Restored(warnings, truncations, mismatches)
