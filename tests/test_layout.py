@@ -36,7 +36,10 @@ LAYERS: dict[str, int] = {
 APART = {("exporter.sources", "exporter.exposition"), ("exporter.exposition", "exporter.sources")}
 MAX_LINES = 400
 # Modules allowed past MAX_LINES, each with its reason.
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "exporter.sources.tail.tailer": "one poll updates the same per-file records in discovery, classification, "
+                                    "the truncation check, the read loop and reaping (its docstring says more)",
+}
 
 
 def _module_name(path: Path) -> str:
