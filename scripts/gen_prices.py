@@ -2,7 +2,7 @@
 """Generate ``exporter/data/prices.yaml``, the bundled price table.
 
 Why a generator: every version of the table must be complete on its own
-(DESIGN.md §3) and the loader does not implement YAML merge keys, so the
+(docs/prices.md) and the loader does not implement YAML merge keys, so the
 versions are written out in full from one catalogue below plus the few
 price changes we know the date of. Edit this file, then run
 

@@ -68,7 +68,7 @@ class Dollars(NamedTuple):
 
 
 def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
-    """The dollar figures of one cell (DESIGN.md §4), from its token sums."""
+    """The dollar figures of one cell (docs/prices.md), from its token sums."""
     factor, factor_source = rates.factor(method or None)
     spend = (
         cell[FRESH] * rates.input
@@ -187,7 +187,7 @@ class Aggregates:
         for key, cell in self.cells.items():
             yield key, cell, (self.rate_book[key.rate_id] if key.rate_id != UNPRICED else None)
 
-    # --- the replay/summary view (DESIGN.md §5) ----------------------------
+    # --- the replay/summary view (the replay JSON of docs/record-format.md) ----------------------------
     def month_totals(self) -> dict[str, dict[str, Any]]:
         """The same month-to-date totals the counters hold, one dict per month."""
         months: dict[str, dict[str, Any]] = {}

@@ -328,7 +328,7 @@ class Pipeline:
         self._routes_cells = aggregates.cells if aggregates is not None else None
 
     def _route(self, key: RouteKey, ts: float) -> Route:
-        """Price, rate id and labels of one route key (DESIGN.md §3-§4), remembered when that is exact.
+        """Price, rate id and labels of one route key (docs/prices.md), remembered when that is exact.
 
         Label caps only ever admit values, so a route whose labels all took or
         held a slot gives the same labels next time with nothing to count; a

@@ -1,4 +1,4 @@
-"""Canonical request record v1 (DESIGN.md §2): bytes in, a ``Record`` or a ``Rejection`` out.
+"""Canonical request record v1 (docs/record-format.md): bytes in, a ``Record`` or a ``Rejection`` out.
 
 Pure functions with no I/O and no metrics: the pipeline counts what comes
 out. A rejection carries a bounded ``reason`` (a label value), a ``detail``

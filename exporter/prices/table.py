@@ -1,4 +1,4 @@
-"""Versioned price table v1 (DESIGN.md §3): load, validate, look up.
+"""Versioned price table v1 (docs/prices.md): load, validate, look up.
 
 A request is priced by the version whose ``effective_from`` is the latest one
 not after its ``ts``; each version is complete on its own. A model unknown to

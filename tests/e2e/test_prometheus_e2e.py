@@ -77,7 +77,7 @@ def record_month(now: datetime) -> tuple[datetime, str]:
 
 
 def usage_block(model: str, rng: random.Random, prompt: int) -> dict[str, Any]:
-    """The provider's own usage, in the model's native shape (DESIGN.md §2)."""
+    """The provider's own usage, in the model's native shape (docs/record-format.md)."""
     output = rng.randint(20, 800)
     if model.startswith("claude"):
         read = rng.choice([0, prompt // 2, prompt - 10])

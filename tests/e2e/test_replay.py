@@ -1,7 +1,7 @@
 """`replay --json` against the independent oracle (tests/support/oracle.py) on random realistic logs.
 
 The engine sums integer tokens per cell and derives dollars on read; the
-oracle prices record by record in floats, straight from DESIGN.md §4. They
+oracle prices record by record in floats, straight from docs/prices.md. They
 must agree field by field: integers exactly, dollars to rel 1e-9.
 """
 

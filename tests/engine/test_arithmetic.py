@@ -1,4 +1,4 @@
-"""DESIGN.md §3-§4 through the pipeline: version choice, fallbacks, factors, unpriced, exact sums.
+"""docs/prices.md through the pipeline: version choice, fallbacks, factors, unpriced, exact sums.
 
 Every expected figure is written out by hand from the fixture table
 (tests/fixtures/engine/prices_two_versions.yaml), never computed by the engine.

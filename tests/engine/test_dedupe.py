@@ -1,4 +1,4 @@
-"""Dedupe (DESIGN.md §4): a request id seen again inside the window counts once, the first wins."""
+"""Dedupe (docs/prices.md): a request id seen again inside the window counts once, the first wins."""
 
 from __future__ import annotations
 

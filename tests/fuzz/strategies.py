@@ -30,7 +30,7 @@ INTERESTING = [
 
 
 def record_objects() -> list[dict[str, Any]]:
-    """One record per usage shape and feature (canonical v1, DESIGN.md section 2)."""
+    """One record per usage shape and feature (canonical v1, docs/record-format.md)."""
     base: dict[str, Any] = {"ts": "2026-11-05T10:00:00Z", "request_id": "r1", "model": "gpt-4o",
                             "tenant": "team-a", "tokens_before": 1200, "tokens_after": 800,
                             "count_method": "tiktoken:o200k_base"}

@@ -1,4 +1,4 @@
-"""An independent, deliberately simple implementation of DESIGN.md §2-§5, for the tests.
+"""An independent, deliberately simple implementation of docs/record-format.md and docs/prices.md, for the tests.
 
 It is written from the spec, record by record, with float dollars summed as
 it goes, and shares no code with ``exporter``: it reads the price table with
@@ -188,7 +188,7 @@ def _label(obj: dict[str, Any], key: str) -> str | None:
 
 
 def tiers(u: Any) -> tuple[int, int, int, int, int] | None:
-    """(fresh, cache_read, w5, w1h, output) of a usage block, by the table of DESIGN.md §2."""
+    """(fresh, cache_read, w5, w1h, output) of a usage block, by the table of docs/record-format.md."""
     if not isinstance(u, dict):
         raise Reject("invalid_usage")
 

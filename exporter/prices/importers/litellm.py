@@ -1,4 +1,4 @@
-"""Convert LiteLLM's community price file into a price table v1 (DESIGN.md §3).
+"""Convert LiteLLM's community price file into a price table v1 (docs/prices.md).
 
 LiteLLM keeps ``model_prices_and_context_window.json``: one object per model
 name with USD *per token* rates. This module turns it into our per-million

@@ -1,4 +1,4 @@
-"""LiteLLM's StandardLoggingPayload -> canonical record v1 (DESIGN.md §2).
+"""LiteLLM's StandardLoggingPayload -> canonical record v1 (docs/record-format.md).
 
 The LiteLLM proxy hands every callback (and its JSON/file loggers) one
 ``StandardLoggingPayload`` per call; its shape is ``litellm/types/utils.py``
