@@ -26,7 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from exporter.demo.simulator import LOG_NAME, Simulator
+from exporter.demo.simulator import Simulator
+from exporter.demo.writer import LOG_NAME
 from exporter.engine.aggregate import (
     CACHE_READ,
     FRESH,

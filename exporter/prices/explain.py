@@ -40,7 +40,8 @@ def _raw_entry(path: Path, version: str, model: str) -> dict[str, Any]:
 
 def explain(table: PriceTable, model: str, ts: float, provider: str | None = None,
             path: Path | None = None) -> dict[str, Any]:
-    """Everything ``prices show`` prints, as plain data: the resolved model, its version and each rate's origin."""
+    """Everything ``prices show`` prints, as plain data: the resolved model, its version and the
+    origin of each rate; for an unpriced name, why, and close names."""
     version = table.version_at(ts)
     result: dict[str, Any] = {"query": model, "at": _iso(ts), "table": table.path,
                               "table_sha256": table.sha256}

@@ -13,7 +13,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.demo.simulator import LOG_NAME, MODELS, UNPRICED_MODEL, LogWriter, Simulator, to_line
+from exporter.demo.population import MODELS, UNPRICED_MODEL
+from exporter.demo.simulator import Simulator
+from exporter.demo.writer import LOG_NAME, LogWriter, to_line
 from exporter.engine.pipeline import Pipeline
 from exporter.engine.records import Record, Rejection, parse_line, parse_ts
 from exporter.prices.table import PricedModel, load_price_table
