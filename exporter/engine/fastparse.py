@@ -82,7 +82,7 @@ class _Usage(msgspec.Struct, gc=False, kw_only=True):
 
 
 class _Line(msgspec.Struct, gc=False, kw_only=True):
-    """One record line, fields in the record format's order. ``gc=False`` (here and above): decoded JSON cannot form a cycle."""
+    """One record line, fields in the record format's order. ``gc=False`` (here too): decoded JSON has no cycle."""
 
     ts: int | float | str
     request_id: str | int | None = None

@@ -3,13 +3,12 @@
 Runs exactly the pipeline the sidecar runs, so the month-to-date totals it
 prints are the ones the counters would hold after reading the same files.
 Unlike the tailer, replay treats a file's unterminated last line as complete:
-the file is finished.
+the file is finished. The progress bar on stderr is drawn here, by the loop
+that reads (``progress=True``); the command's table and JSON are the CLI's.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -19,7 +18,7 @@ from typing import IO, Any
 
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.pipeline import Pipeline
-from exporter.prices.table import PriceTable, PriceTableError, load_price_table
+from exporter.prices.table import PriceTable
 from exporter.replay.parallel import (
     MIN_BYTES_PER_JOB,
     PartResult,
@@ -34,33 +33,12 @@ from exporter.replay.parallel import (
     why_not_additive,
 )
 from exporter.sidecar.config import SourceConfig
-from exporter.sources.formats.registry import FORMATS, LineDecoder, make_line_decoder
+from exporter.sources.formats.registry import LineDecoder
 from exporter.sources.tail import normalise_line
 
 DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
 
 READ_CHUNK = 1 << 20
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "replay",
-        help="print the month-to-date totals the counters would hold for these files",
-        description="Replay request logs through the full arithmetic and print month-to-date totals.",
-    )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs ('-' for stdin)")
-    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
-    parser.add_argument("--format", default="canonical", choices=FORMATS, help="input format (default canonical)")
-    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
-    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
-    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
-    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
-                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
-    parser.add_argument("--jobs", type=int, default=0, metavar="N",
-                        help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
-                             "The result is always the one-pass result")
-    parser.add_argument("--json", action="store_true", help="print the DESIGN.md §5 JSON")
-    parser.set_defaults(func=run_replay)
 
 
 def replay_pipeline(prices: PriceTable, decoder: LineDecoder, timezone: str = "UTC",
@@ -221,64 +199,19 @@ def replay_json(pipeline: Pipeline) -> dict[str, Any]:
     return {"months": agg.month_totals(), "rejected_by_reason": rejected_by_reason}
 
 
-def _table(result: dict[str, Any]) -> str:
-    rows = [
-        ("requests", "requests", "{:,}"), ("duplicates", "duplicates", "{:,}"), ("rejected", "rejected", "{:,}"),
-        ("unpriced", "unpriced", "{:,}"), ("tokens saved", "tokens_saved", "{:,}"),
-        ("usd saved", "usd_saved", "${:,.4f}"), ("would-have-saved tokens", "would_have_saved_tokens", "{:,}"),
-        ("would-have-saved usd", "would_have_saved_usd", "${:,.4f}"),
-        ("fresh input tokens", "fresh_input_tokens", "{:,}"), ("cache read tokens", "cache_read_tokens", "{:,}"),
-        ("cache write tokens", "cache_write_tokens", "{:,}"), ("output tokens", "output_tokens", "{:,}"),
-        ("spend usd", "spend_usd", "${:,.4f}"), ("provider cache savings usd", "cache_savings_usd", "${:,.4f}"),
-        ("cache hit rate", "cache_hit_rate", "{:.2%}"),
-    ]
-    months = result["months"]
-    if not months:
-        return "no records"
-    names = list(months)
-    width = max(len(label) for label, _, _ in rows)
-    cols = [max(12, len(n)) for n in names]
-    out = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, cols, strict=True))]
-    for label, key, fmt in rows:
-        cells = [fmt.format(months[n][key]).rjust(c) for n, c in zip(names, cols, strict=True)]
-        out.append(label.ljust(width) + "  " + "  ".join(cells))
-    if result["rejected_by_reason"]:
-        out.append("rejected by reason: " + ", ".join(f"{k}={v}" for k, v in result["rejected_by_reason"].items()))
-    return "\n".join(out)
-
-
-def run_replay(args: argparse.Namespace) -> int:
-    try:
-        prices = load_price_table(args.prices)
-    except PriceTableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        decoder = make_line_decoder(args.format, args.mapping)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for path in args.files:
-        if path != "-" and not os.path.isfile(path):
-            print(f"error: {path}: no such file", file=sys.stderr)
-            return 2
-    if args.jobs < 0:
-        print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
-        return 2
-    progress = not args.json and sys.stderr.isatty()
+def replay(paths: list[str], prices: PriceTable, decoder: LineDecoder, *, timezone: str = "UTC",
+           dedupe_window_days: float = 40.0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, jobs: int = 0,
+           progress: bool = False) -> dict[str, Any]:
+    """The month-to-date totals of ``paths`` (:func:`replay_json`), in parallel parts when that is
+    possible and gives the one-pass result (``jobs`` 0: one per CPU), else in one pass."""
 
     def make_pipeline() -> Pipeline:
-        return replay_pipeline(prices, decoder, args.timezone, args.dedupe_window_days)
+        return replay_pipeline(prices, decoder, timezone, dedupe_window_days)
 
-    jobs = _parallel_jobs(args.files, args.jobs)
-    pipeline = replay_in_parts(args.files, make_pipeline, decoder, jobs, args.max_line_bytes, progress) \
+    jobs = _parallel_jobs(paths, jobs)
+    pipeline = replay_in_parts(paths, make_pipeline, decoder, jobs, max_line_bytes, progress) \
         if jobs > 1 else None
     if pipeline is None:
         pipeline = make_pipeline()
-        replay_files(args.files, pipeline, decoder, progress=progress, max_line_bytes=args.max_line_bytes)
-    result = replay_json(pipeline)
-    if args.json:
-        print(json.dumps(result, indent=None, sort_keys=False))
-    else:
-        print(_table(result))
-    return 0
+        replay_files(paths, pipeline, decoder, progress=progress, max_line_bytes=max_line_bytes)
+    return replay_json(pipeline)

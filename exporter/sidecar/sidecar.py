@@ -13,12 +13,10 @@ request id); the checkpoint interval bounds that window.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import platform
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +34,7 @@ from exporter.exposition.render import Exposition, HealthSample, check_health_sa
 from exporter.exposition.server import Endpoints, MetricsServer
 from exporter.prices.table import PriceTableError, load_price_table
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded
-from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, ConfigError, SourceConfig, load_config, parse_listen
+from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, SourceConfig, parse_listen
 from exporter.sources.formats.registry import LazyTextCounter, LineDecoder, make_line_decoder
 from exporter.sources.tail import Tailer
 
@@ -435,45 +433,4 @@ class Sidecar:
         return samples
 
 
-# --- CLI ---------------------------------------------------------------------------
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("run", help="run the sidecar (tail, checkpoint, serve /metrics)",
-                                   description="Run the sidecar from a YAML config file.")
-    parser.add_argument("--config", required=True, metavar="FILE", help="YAML config (llm-savings-config/v1)")
-    parser.add_argument("--check-config", action="store_true", help="validate config and prices, then exit")
-    parser.set_defaults(func=run_command)
-
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.Formatter.converter = time.gmtime
-
-
-def run_command(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    setup_logging(config.log_level)
-    if args.check_config:
-        try:
-            load_price_table(config.prices)
-        except PriceTableError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(f"ok: {config.origin}")
-        return 0
-    try:
-        sidecar = Sidecar(config)
-    except (PriceTableError, CheckpointError, ConfigError) as exc:
-        log.error("%s", exc)
-        return 2
-    except OSError as exc:
-        log.error("cannot start: %s", exc)
-        return 2
-    return sidecar.run_until_signalled()
-
-
-__all__ = ["Sidecar", "register"]
+__all__ = ["Sidecar"]

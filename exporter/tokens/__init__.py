@@ -1,3 +1,3 @@
-"""Exact token counts: tiktoken encodings from packaged rank files (``counter``),
-the estimator check against them (``verify``) and billed-token factor
-calibration (``calibration``)."""
+"""Exact token counts: tiktoken encodings from packaged, hash-checked rank files
+(``encodings``), counting by model family with a segment cache (``counter``),
+and the estimator check against them (``verify``)."""

@@ -18,8 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from exporter.cli.counting import load_corpus
-from exporter.tokens.counter import TokenCounter, load_encoding
+from exporter.tokens.counter import TokenCounter
+from exporter.tokens.encodings import load_encoding
+from exporter.tokens.verify import load_corpus
 
 
 def _texts(n: int, size: int) -> list[str]:

@@ -17,17 +17,19 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.cli import counting as counting_cli
-from exporter.cli.counting import (
+from exporter.cli import calibrate as calibrate_cli
+from exporter.cli import count as count_cli
+from exporter.cli import verify as verify_cli
+from exporter.report.calibration import Calibration, family_of
+from exporter.tokens.counter import TokenCounter
+from exporter.tokens.encodings import estimate_bytes4, estimate_chars4
+from exporter.tokens.verify import (
     CORPUS_CLASSES,
     REFERENCES,
     VERIFY_METHODS,
     VERIFY_SCOPE,
-    Calibration,
-    family_of,
     load_corpus,
 )
-from exporter.tokens.counter import TokenCounter, estimate_bytes4, estimate_chars4
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    counting_cli.register(sub)
+    for command in (count_cli, verify_cli, calibrate_cli):
+        command.register(sub)
     args = parser.parse_args(argv)
     code = args.func(args)
     return code, capsys.readouterr().out

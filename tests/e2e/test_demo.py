@@ -19,7 +19,9 @@ from typing import IO, TypeVar
 import pytest
 
 from exporter.demo.demo import demo_config, render_line, render_screen, summarise
-from exporter.demo.simulator import LOG_NAME, UNPRICED_MODEL, LogWriter, Simulator, to_line
+from exporter.demo.population import UNPRICED_MODEL
+from exporter.demo.simulator import Simulator
+from exporter.demo.writer import LOG_NAME, LogWriter, to_line
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import load_price_table
 from exporter.sidecar.config import config_from_dict

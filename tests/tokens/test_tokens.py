@@ -1,4 +1,4 @@
-"""exporter.tokens.counter: exact offline counts, hash-checked files, fallback, segment cache."""
+"""exporter.tokens.counter and .encodings: exact offline counts, hash-checked files, fallback, segment cache."""
 
 from __future__ import annotations
 
@@ -17,17 +17,16 @@ import tiktoken.load
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exporter.cli.counting import load_corpus
-from exporter.tokens import counter as tokens
-from exporter.tokens.counter import (
+from exporter.tokens import encodings as tokens
+from exporter.tokens.counter import TokenCounter, message_segments
+from exporter.tokens.encodings import (
     ENCODINGS,
     ESTIMATE_CHARS,
     EncodingUnavailable,
-    TokenCounter,
     candidate_paths,
     load_encoding,
-    message_segments,
 )
+from exporter.tokens.verify import load_corpus
 
 PACKAGE_DATA = tokens._package_data_dir()
 NAMES = sorted(ENCODINGS)

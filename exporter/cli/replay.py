@@ -1,0 +1,89 @@
+"""``replay FILE…``: the month-to-date totals the counters would hold for these files, no server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from exporter.prices.table import PriceTableError, load_price_table
+from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES, replay
+from exporter.sources.formats.registry import FORMATS, make_line_decoder
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="print the month-to-date totals the counters would hold for these files",
+        description="Replay request logs through the full arithmetic and print month-to-date totals.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs ('-' for stdin)")
+    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
+    parser.add_argument("--format", default="canonical", choices=FORMATS, help="input format (default canonical)")
+    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
+    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
+    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
+    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
+                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
+                             "The result is always the one-pass result")
+    parser.add_argument("--json", action="store_true", help="print the totals as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        prices = load_price_table(args.prices)
+    except PriceTableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        decoder = make_line_decoder(args.format, args.mapping)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in args.files:
+        if path != "-" and not os.path.isfile(path):
+            print(f"error: {path}: no such file", file=sys.stderr)
+            return 2
+    if args.jobs < 0:
+        print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
+        return 2
+    progress = not args.json and sys.stderr.isatty()
+    result = replay(args.files, prices, decoder, timezone=args.timezone,
+                    dedupe_window_days=args.dedupe_window_days, max_line_bytes=args.max_line_bytes,
+                    jobs=args.jobs, progress=progress)
+    if args.json:
+        print(json.dumps(result, indent=None, sort_keys=False))
+    else:
+        print(_table(result))
+    return 0
+
+
+def _table(result: dict[str, Any]) -> str:
+    rows = [
+        ("requests", "requests", "{:,}"), ("duplicates", "duplicates", "{:,}"), ("rejected", "rejected", "{:,}"),
+        ("unpriced", "unpriced", "{:,}"), ("tokens saved", "tokens_saved", "{:,}"),
+        ("usd saved", "usd_saved", "${:,.4f}"), ("would-have-saved tokens", "would_have_saved_tokens", "{:,}"),
+        ("would-have-saved usd", "would_have_saved_usd", "${:,.4f}"),
+        ("fresh input tokens", "fresh_input_tokens", "{:,}"), ("cache read tokens", "cache_read_tokens", "{:,}"),
+        ("cache write tokens", "cache_write_tokens", "{:,}"), ("output tokens", "output_tokens", "{:,}"),
+        ("spend usd", "spend_usd", "${:,.4f}"), ("provider cache savings usd", "cache_savings_usd", "${:,.4f}"),
+        ("cache hit rate", "cache_hit_rate", "{:.2%}"),
+    ]
+    months = result["months"]
+    if not months:
+        return "no records"
+    names = list(months)
+    width = max(len(label) for label, _, _ in rows)
+    cols = [max(12, len(n)) for n in names]
+    out = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, cols, strict=True))]
+    for label, key, fmt in rows:
+        cells = [fmt.format(months[n][key]).rjust(c) for n, c in zip(names, cols, strict=True)]
+        out.append(label.ljust(width) + "  " + "  ".join(cells))
+    if result["rejected_by_reason"]:
+        out.append("rejected by reason: " + ", ".join(f"{k}={v}" for k, v in result["rejected_by_reason"].items()))
+    return "\n".join(out)
