@@ -20,12 +20,8 @@ from typing import Any
 
 import orjson
 
-from exporter.sources.otlp.mapping import (
-    REJECT_OTLP,
-    MappingOptions,
-    UndecodableRequest,
-    map_json_object,
-)
+from exporter.sources.otlp.attributes import REJECT_OTLP
+from exporter.sources.otlp.mapping import MappingOptions, UndecodableRequest, map_json_object
 
 _BOM = b"\xef\xbb\xbf"
 _OTHER_SIGNALS = ("resourceMetrics", "resource_metrics", "resourceLogs", "resource_logs")

@@ -13,8 +13,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from exporter.engine.records import Record, Rejection, parse_object
+from exporter.sources.otlp.dialects import DIALECT_NAMES as DIALECTS
 from exporter.sources.otlp.mapping import (
-    DIALECTS,
     Ignored,
     Mapped,
     MappingOptions,

@@ -1,0 +1,268 @@
+"""OTLP trace export requests -> ``SpanView`` values: the protobuf and OTLP/JSON decoders.
+
+Each decoder keeps only the attributes the mapping reads
+(``MappingOptions.wanted``), never prompt or completion text. A request whose
+envelope is not an export request raises ``UndecodableRequest`` (HTTP 400);
+in OTLP/JSON a malformed span inside a good envelope is rejected alone
+(``invalid_otlp``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import orjson
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
+from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
+
+_HEX_ID = re.compile(r"[0-9a-fA-F]+")
+
+
+class UndecodableRequest(ValueError):
+    """The body is not an OTLP trace export request (HTTP 400, not retryable)."""
+
+
+# --- protobuf ------------------------------------------------------------------
+
+
+def _pb_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if kind is None:
+        return None
+    return Unsupported(kind)
+
+
+def _pb_attrs(kvs: Iterable[KeyValue], options: MappingOptions) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    decisions = options._decisions
+    for kv in kvs:
+        key = kv.key
+        keep = decisions.get(key)
+        if keep is None:
+            keep = options.wanted(key)
+        if keep:
+            out[key] = _pb_value(kv.value)
+    return out
+
+
+def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
+    """Decode an ``application/x-protobuf`` body; ``UndecodableRequest`` on failure."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, ValueError, RuntimeError) as exc:  # upb raises DecodeError; be broad
+        raise UndecodableRequest(
+            f"not an ExportTraceServiceRequest: {type(exc).__name__}"
+        ) from None
+    return request
+
+
+def spans_from_protobuf(
+    request: ExportTraceServiceRequest, options: MappingOptions | None = None
+) -> list[SpanView]:
+    opts = options or DEFAULT_OPTIONS
+    views: list[SpanView] = []
+    for resource_spans in request.resource_spans:
+        resource = _pb_attrs(resource_spans.resource.attributes, opts)
+        for scope_spans in resource_spans.scope_spans:
+            scope_name = scope_spans.scope.name
+            for span in scope_spans.spans:
+                views.append(
+                    SpanView(
+                        attrs=_pb_attrs(span.attributes, opts),
+                        resource=resource,
+                        scope_name=scope_name,
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
+                    )
+                )
+    return views
+
+
+# --- OTLP/JSON -------------------------------------------------------------------
+# OTLP/JSON differs from protobuf's canonical JSON: ids are hex strings and
+# 64-bit integers (intValue, *TimeUnixNano) may be JSON strings. Keys are
+# lowerCamelCase; the protobuf field names (snake_case) are accepted too, as
+# the OTLP spec asks receivers to. Objects are checked as ``dict`` (what a JSON
+# decoder returns), which is much faster than an ABC check per attribute.
+
+
+def load_json(body: bytes) -> Any:
+    """Parse an OTLP/JSON body; ``UndecodableRequest`` when it is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise UndecodableRequest("the body is not JSON") from None
+
+
+def _j(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    if value is None:
+        value = obj.get(snake)
+    return value
+
+
+def _json_int(value: Any) -> int:
+    if value is None:
+        return 0
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:
+        return int(value)
+    raise BadValue(REJECT_OTLP, "a 64-bit integer field is neither a number nor a decimal string")
+
+
+def _json_id(value: Any, size: int) -> str:
+    """Hex per OTLP/JSON; base64 (protobuf canonical JSON) tolerated."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise BadValue(REJECT_OTLP, "a span id is not a string")
+    if len(value) == size * 2 and _HEX_ID.fullmatch(value):
+        return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadValue(REJECT_OTLP, "a span id is neither hex nor base64") from None
+    if len(raw) != size:
+        raise BadValue(REJECT_OTLP, "a span id has the wrong length")
+    return raw.hex()
+
+
+def _json_value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return Unsupported("malformed")
+    if "stringValue" in value:
+        v = value["stringValue"]
+        return v if isinstance(v, str) else Unsupported("malformed")
+    if "intValue" in value:
+        v = value["intValue"]
+        if type(v) is int:
+            return v
+        if isinstance(v, str):
+            text = v[1:] if v.startswith("-") else v
+            if text.isascii() and text.isdigit() and len(text) <= 19:
+                return int(v)
+        return Unsupported("malformed")
+    if "boolValue" in value:
+        v = value["boolValue"]
+        return v if isinstance(v, bool) else Unsupported("malformed")
+    if "doubleValue" in value:
+        v = value["doubleValue"]
+        return (
+            float(v)
+            if isinstance(v, int | float) and not isinstance(v, bool)
+            else Unsupported("malformed")
+        )
+    for key in ("arrayValue", "kvlistValue", "bytesValue"):
+        if key in value:
+            return Unsupported(key)
+    return None
+
+
+def _json_attrs(kvs: Any, options: MappingOptions) -> dict[str, Any]:
+    if kvs is None:
+        return {}
+    if not isinstance(kvs, list):
+        raise BadValue(REJECT_OTLP, "attributes is not a list")
+    out: dict[str, Any] = {}
+    decisions = options._decisions
+    for kv in kvs:
+        if type(kv) is not dict:
+            raise BadValue(REJECT_OTLP, "an attribute is not an object")
+        key = kv.get("key")
+        if type(key) is not str:
+            raise BadValue(REJECT_OTLP, "an attribute key is not a string")
+        keep = decisions.get(key)
+        if keep is None:
+            keep = options.wanted(key)
+        if keep:
+            out[key] = _json_value(kv.get("value"))
+    return out
+
+
+def _json_list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
+    value = _j(obj, camel, snake)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UndecodableRequest(f"{camel} is not a list")
+    return value
+
+
+def spans_from_json(doc: Any, options: MappingOptions) -> Iterator[SpanView | Rejected]:
+    """A decoded OTLP/JSON ExportTraceServiceRequest -> each span's view, or its rejection.
+
+    The envelope (resourceSpans/scopeSpans lists) must be well formed, else
+    ``UndecodableRequest`` (raised when the iteration reaches the bad part).
+    """
+    if not isinstance(doc, dict):
+        raise UndecodableRequest("the body is not a JSON object")
+    for resource_spans in _json_list(doc, "resourceSpans", "resource_spans"):
+        if not isinstance(resource_spans, dict):
+            raise UndecodableRequest("a resourceSpans entry is not an object")
+        resource_obj = resource_spans.get("resource") or {}
+        if not isinstance(resource_obj, dict):
+            raise UndecodableRequest("resource is not an object")
+        scope_list = _json_list(resource_spans, "scopeSpans", "scope_spans") or _json_list(
+            resource_spans, "instrumentationLibrarySpans", "instrumentation_library_spans"
+        )
+        try:
+            resource = _json_attrs(resource_obj.get("attributes"), options)
+        except BadValue:
+            resource = None  # every span under it is rejected below
+        for scope_spans in scope_list:
+            if not isinstance(scope_spans, dict):
+                raise UndecodableRequest("a scopeSpans entry is not an object")
+            scope = scope_spans.get("scope") or scope_spans.get("instrumentationLibrary") or {}
+            scope_name = scope.get("name") if isinstance(scope, dict) else None
+            for span in _json_list(scope_spans, "spans", "spans"):
+                yield _json_span(
+                    span, resource, scope_name if isinstance(scope_name, str) else "", options
+                )
+
+
+def _json_span(
+    span: Any, resource: dict[str, Any] | None, scope_name: str, options: MappingOptions
+) -> SpanView | Rejected:
+    try:
+        if not isinstance(span, dict) or resource is None:
+            raise BadValue(REJECT_OTLP, "a span is not an object of the OTLP shape")
+        return SpanView(
+            attrs=_json_attrs(span.get("attributes"), options),
+            resource=resource,
+            scope_name=scope_name,
+            trace_id=_json_id(_j(span, "traceId", "trace_id"), 16),
+            span_id=_json_id(_j(span, "spanId", "span_id"), 8),
+            start_ns=_json_int(_j(span, "startTimeUnixNano", "start_time_unix_nano")),
+            end_ns=_json_int(_j(span, "endTimeUnixNano", "end_time_unix_nano")),
+        )
+    except BadValue as bad:
+        return Rejected(bad.reason, bad.detail)
+
+
+__all__ = [
+    "UndecodableRequest",
+    "load_json",
+    "parse_protobuf",
+    "spans_from_json",
+    "spans_from_protobuf",
+]

@@ -1,0 +1,51 @@
+"""``openinference``: Arize OpenInference instrumentors.
+
+``llm.token_count.prompt``/``completion``/``total``,
+``llm.token_count.prompt_details.cache_read``/``cache_write``,
+``llm.model_name``, ``llm.provider``/``llm.system``. The prompt count INCLUDES
+cache reads and writes (the Anthropic and Bedrock instrumentors sum
+``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``).
+Model, provider and span kind (``openinference.span.kind``) are read by the
+mapping for every span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from exporter.sources.otlp.attributes import read_count
+from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+
+A_OI_PROMPT = "llm.token_count.prompt"
+A_OI_COMPLETION = "llm.token_count.completion"
+A_OI_TOTAL = "llm.token_count.total"
+A_OI_CACHE_READ = "llm.token_count.prompt_details.cache_read"
+A_OI_CACHE_WRITE = "llm.token_count.prompt_details.cache_write"
+
+
+def detect(attrs: Mapping[str, Any], scope_name: str) -> bool:
+    return (
+        A_OI_PROMPT in attrs
+        or A_OI_COMPLETION in attrs
+        or A_OI_CACHE_READ in attrs
+        or A_OI_CACHE_WRITE in attrs
+    )
+
+
+def usage(attrs: Mapping[str, Any]) -> UsageCounts:
+    return UsageCounts(
+        read_count(attrs, A_OI_PROMPT),
+        read_count(attrs, A_OI_COMPLETION),
+        read_count(attrs, A_OI_CACHE_READ),
+        read_count(attrs, A_OI_CACHE_WRITE),
+        read_count(attrs, A_OI_TOTAL),
+    )
+
+
+DIALECT = Dialect(
+    name="openinference",
+    detect=detect,
+    usage=usage,
+    keys=frozenset({A_OI_PROMPT, A_OI_COMPLETION, A_OI_TOTAL, A_OI_CACHE_READ, A_OI_CACHE_WRITE}),
+)
