@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh clone: a virtualenv with the package, and for
-# tests the Debian packages (promtool and a real Prometheus server).
+# tests the Debian packages (promtool and a real Prometheus server, logrotate).
 #   scripts/setup.sh          # runtime only (what `make demo` needs)
 #   scripts/setup.sh --test   # plus test dependencies and Debian packages
 set -euo pipefail
@@ -22,11 +22,13 @@ if [ "${1:-}" = "--test" ]; then
   need=()
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+  # the fault suite drives the real logrotate binary
+  command -v logrotate >/dev/null 2>&1 || [ -x /usr/sbin/logrotate ] || need+=(logrotate)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
 else
   pip_install -e .
