@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import time
 from typing import Any
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"ok: {config.origin}")
         return 0
+    # until run_until_signalled installs its handlers: a SIGHUP while the checkpoint loads must not kill us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         sidecar = Sidecar(config)
     except (PriceTableError, CheckpointError, ConfigError) as exc:

@@ -1,8 +1,8 @@
 """Optional push of the exporter's counters over OTLP metrics (off by default).
 
 For users whose backend is OTel-native. The numbers are the ones /metrics
-serves: observable instruments whose callbacks read ``Exposition.series``
-over the same aggregates, under the pipeline's lock, at each export. Counters
+serves: observable instruments whose callbacks read ``Sidecar.series_view`` (a
+frame of the aggregates copied under the pipeline's lock) at each export. Counters
 become cumulative monotonic sums (month-to-date, the ``month`` attribute as
 in Prometheus); gauges become observable gauges. Needs the ``otlp-push``
 extra (``opentelemetry-exporter-otlp-proto-http``).
@@ -76,9 +76,8 @@ def build_meter_provider(take_snapshot: Callable[[], Snapshot], exporter: Metric
 def snapshot_of(sidecar: Any) -> Snapshot:
     """Every series of the sidecar's catalog families, as OTel attributes and values."""
     out: Snapshot = {}
-    with sidecar.pipeline.lock:
-        health = sidecar.health_samples()
-        for family, series in sidecar.exposition.series(sidecar.pipeline.aggregates, health):
+    with sidecar.series_view() as families:  # copied under the pipeline lock, read outside it
+        for family, series in families:
             names = family.spec.labels
             out[family.spec.name] = [
                 (dict(zip(names, values, strict=True)), float(value)) for values, value in series

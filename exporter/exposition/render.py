@@ -20,6 +20,7 @@ names all come from ``exporter.catalog``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -35,13 +36,30 @@ from exporter.engine.aggregate import (
     WRITE_5M,
     Aggregates,
     CellKey,
+    ComponentKey,
     cell_dollars,
 )
+from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 Labels = tuple[str, ...]
+
+
+@dataclass
+class Frame:
+    """A copy of what one render reads from ``Aggregates`` (see ``Exposition.take``)."""
+
+    reset: bool  # the aggregates were replaced or restored: rebuild everything
+    dirty: list[tuple[CellKey, list[int]]]  # cells changed since the last frame, copied, in cell order
+    rate_book: list[PricedModel]
+    components: dict[ComponentKey, int]
+    unpriced: dict[tuple[str, str, str], int]
+    divergence: dict[tuple[str, str, str, str], tuple[int, int]]
+    duplicates: dict[str, int]
+    rejected: dict[tuple[str, str], int]
+    flagged: dict[tuple[str, str], int]
 
 
 class HealthSample(NamedTuple):
@@ -159,6 +177,7 @@ class Exposition:
         self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
         self._seen_cells: dict[CellKey, list[int]] = {}  # each cell as the last render saw it
         self._aggregates_id = 0
+        self._rate_book: list[PricedModel] = []
 
     def reset(self) -> None:
         self._sums.clear()
@@ -168,7 +187,7 @@ class Exposition:
         self._vectors.clear()
         self._seen_cells.clear()
 
-    def _series_of(self, agg: Aggregates, key: CellKey) -> list[SeriesKey]:
+    def _series_of(self, key: CellKey) -> list[SeriesKey]:
         """The summed series a cell contributes to (fixed for the cell's lifetime)."""
         found = self._cell_series.get(key)
         if found is not None:
@@ -185,7 +204,7 @@ class Exposition:
         if method:
             series.append(((_WOULD_SAVE, (month, model, tenant, method)), _V_WOULD_SAVE))
         if rate_id >= 0:
-            rates = agg.rate_book[rate_id]
+            rates = self._rate_book[rate_id]
             versioned = (month, model, tenant, rates.version)
             series += [((_SPEND, versioned), _V_SPEND), ((_CACHE_SAVINGS, versioned), _V_CACHE_SAVINGS),
                        ((_CACHE_PREMIUM, versioned), _V_CACHE_PREMIUM)]
@@ -204,51 +223,73 @@ class Exposition:
         keys = self._cell_series[key] = [entry for entry, _index in series]
         return keys
 
-    def _vector(self, agg: Aggregates, key: CellKey) -> tuple[float | int, ...]:
+    def _vector(self, key: CellKey) -> tuple[float | int, ...]:
         """All of a cell's series values: one ``cell_dollars`` per changed cell, not one per dollar series."""
         found = self._vectors.get(key)
         if found is None:
-            cell = agg.cells[key]
+            cell = self._seen_cells[key]
             tokens = tuple([cell[field] for field in _TOKEN_FIELDS])
             if key.rate_id < 0:  # unpriced: no dollar series
                 found = tokens
             else:
-                d = cell_dollars(cell, agg.rate_book[key.rate_id], key.method)
+                d = cell_dollars(cell, self._rate_book[key.rate_id], key.method)
                 found = (*tokens, d.spend, d.cache_read_savings, d.cache_write_premium, d.usd_saved,
                          d.would_have_saved)
             self._vectors[key] = found
         return found
 
-    def _update_sums(self, agg: Aggregates) -> None:
-        """Re-sum the series of the cells that changed since the last render.
+    def take(self, agg: Aggregates) -> Frame:
+        """What a render needs from ``agg``, copied: the only step that reads the aggregates.
 
+        Call it under the pipeline's lock; it is cheap (the cells changed since the
+        last frame are copied, the one-to-one tables are shallow-copied), and the
+        expensive part (``series_of``, ``render_frame``) then runs outside that lock.
         A changed cell is found by comparing it with the copy kept at the last
-        render (a C-level list compare per cell), so the pipeline's per-record
-        path keeps no change set.
+        frame (a C-level list compare per cell), so the pipeline's per-record path
+        keeps no change set. Frames must be applied in the order they were taken,
+        one at a time (the sidecar's render lock).
         """
-        seen = self._seen_cells
-        if id(agg) != self._aggregates_id or agg.dirty_all:
-            self.reset()
+        reset = id(agg) != self._aggregates_id or agg.dirty_all
+        if reset:
             self._aggregates_id = id(agg)
-            dirty = list(agg.cells)
             agg.dirty_all = False
+            dirty = [(key, cell.copy()) for key, cell in agg.cells.items()]
         else:
-            dirty = [key for key, cell in agg.cells.items() if seen.get(key) != cell]
-        for key in dirty:
-            seen[key] = agg.cells[key].copy()
+            seen = self._seen_cells
+            dirty = [(key, cell.copy()) for key, cell in agg.cells.items() if seen.get(key) != cell]
+        return Frame(
+            reset=reset,
+            dirty=dirty,
+            rate_book=list(agg.rate_book),
+            components=dict(agg.components),
+            unpriced=dict(agg.unpriced),
+            divergence={k: (v[0], v[1]) for k, v in agg.divergence.items()},
+            duplicates=dict(agg.duplicates),
+            rejected=dict(agg.rejected),
+            flagged=dict(agg.flagged),
+        )
+
+    def _update_sums(self, frame: Frame) -> None:
+        """Re-sum the series of the cells that changed since the last frame."""
+        if frame.reset:
+            self.reset()
+        self._rate_book = frame.rate_book
+        seen = self._seen_cells
+        for key, cell in frame.dirty:
+            seen[key] = cell
         # a dict, not a set: series first appear in cell order, the same in every
         # process (set order of str tuples changes with PYTHONHASHSEED)
         touched: dict[SeriesKey, None] = {}
         vectors = self._vectors
-        for key in dirty:
+        for key, _cell in frame.dirty:
             vectors.pop(key, None)
-            touched.update(dict.fromkeys(self._series_of(agg, key)))
+            touched.update(dict.fromkeys(self._series_of(key)))
         sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
         for entry in touched:
             index = value_index[entry]
             total: float | int = 0
             for key in members[entry]:  # in cell order: the same float sum every time
-                total += vector(agg, key)[index]
+                total += vector(key)[index]
             metric, labels = entry
             by_labels = sums.get(metric)
             if by_labels is None:
@@ -258,20 +299,26 @@ class Exposition:
     def series(
         self, agg: Aggregates, health: Iterable[HealthSample]
     ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
-        """Every catalog family with its current series, in catalog order.
+        """Every catalog family with its current series, in catalog order (``take`` then ``series_of``)."""
+        return self.series_of(self.take(agg), health)
+
+    def series_of(
+        self, frame: Frame, health: Iterable[HealthSample]
+    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+        """Every catalog family with its series as of ``frame``, in catalog order.
 
         The one view of the numbers: the text renderer and the OTLP push both read it.
         """
-        self._update_sums(agg)
+        self._update_sums(frame)
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
             catalog.TOKENS_SAVED_TOTAL.name: (((k.month, k.model, k.tenant, k.component, k.method), v)
-                                              for k, v in agg.components.items()),
-            catalog.UNPRICED_REQUESTS_TOTAL.name: agg.unpriced.items(),
-            catalog.DIVERGENCE_COUNTED_TOKENS_TOTAL.name: ((k, v[0]) for k, v in agg.divergence.items()),
-            catalog.DIVERGENCE_PROVIDER_TOKENS_TOTAL.name: ((k, v[1]) for k, v in agg.divergence.items()),
-            catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in agg.duplicates.items()),
-            catalog.RECORDS_REJECTED_TOTAL.name: agg.rejected.items(),
-            catalog.RECORDS_FLAGGED_TOTAL.name: agg.flagged.items(),
+                                              for k, v in frame.components.items()),
+            catalog.UNPRICED_REQUESTS_TOTAL.name: frame.unpriced.items(),
+            catalog.DIVERGENCE_COUNTED_TOKENS_TOTAL.name: ((k, v[0]) for k, v in frame.divergence.items()),
+            catalog.DIVERGENCE_PROVIDER_TOKENS_TOTAL.name: ((k, v[1]) for k, v in frame.divergence.items()),
+            catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in frame.duplicates.items()),
+            catalog.RECORDS_REJECTED_TOTAL.name: frame.rejected.items(),
+            catalog.RECORDS_FLAGGED_TOTAL.name: frame.flagged.items(),
         }
         health_by_name: dict[str, list[tuple[Labels, float | int]]] = {}
         for metric, labels, value in health:
@@ -287,8 +334,12 @@ class Exposition:
                 yield family, health_by_name.get(name, ())
 
     def render(self, agg: Aggregates, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
+        return self.render_frame(self.take(agg), health, openmetrics)
+
+    def render_frame(self, frame: Frame, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
+        """The exposition text as of ``frame``; reads no aggregates, so no pipeline lock is needed."""
         out: list[str] = []
-        for family, series in self.series(agg, health):
+        for family, series in self.series_of(frame, health):
             family.render(series, out, openmetrics, self.month_start)
         if openmetrics:
             out.append("# EOF\n")
@@ -305,6 +356,6 @@ def render_for(accept: str | None, exposition: Exposition, agg: Aggregates,
     return exposition.render(agg, health, om), OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
 
 
-__all__ = ["Exposition", "HealthSample", "UnknownMetric", "check_health_samples", "render_for",
+__all__ = ["Exposition", "Frame", "HealthSample", "UnknownMetric", "check_health_samples", "render_for",
            "wants_openmetrics"]
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -35,6 +38,10 @@ PROVIDER_METHOD = "provider"
 
 class PriceTableError(YamlError):
     """A refused price table; the message names file, line, key and value."""
+
+
+class PriceTableChanging(PriceTableError):
+    """The file changed while (or just after) it was read: being written in place; try again later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,13 +318,31 @@ def parse_price_table(text: str, filename: str) -> PriceTable:
     return PriceTable(versions, digest, filename)
 
 
-def load_price_table(path: str | Path | None = None) -> PriceTable:
-    """Load a table file (default: the bundled one)."""
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def load_price_table(path: str | Path | None = None, settle_seconds: float = 0.0,
+                     sleep: Callable[[float], None] = time.sleep) -> PriceTable:
+    """Load a table file (default: the bundled one).
+
+    With ``settle_seconds`` > 0 the file must look the same (device, inode, size,
+    mtime) before the read and ``settle_seconds`` after it, and the bytes read must
+    be its whole size: a table being written in place raises ``PriceTableChanging``
+    (even when the prefix read happens to parse) instead of loading a truncated one.
+    """
     file = Path(path) if path is not None else BUNDLED_PRICES
     try:
+        before = os.stat(file)
         raw = file.read_bytes()
+        if settle_seconds > 0:
+            sleep(settle_seconds)
+        after = os.stat(file)
     except OSError as exc:
         raise PriceTableError(f"{file}: cannot read price table: {exc.strerror}") from None
+    if settle_seconds > 0 and (_identity(before) != _identity(after) or len(raw) != after.st_size):
+        raise PriceTableChanging(f"{file}: price table changed while being read ({before.st_size} -> "
+                                 f"{after.st_size} bytes); it is being written, retrying")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -73,6 +73,15 @@ class Config:
     checkpoint_interval_seconds: float = 5.0  # how often offsets + aggregates + ledger are committed
     month_retention: int = 3  # months kept besides the current one; older records are refused
     future_skew_seconds: float = 600.0  # records dated further ahead of the clock are refused (future_ts)
+    # /readyz answers 503 once this many checkpoints in a row have failed (unwritable or full state_dir);
+    # default 3, at least 1. One success makes it ready again.
+    readiness_checkpoint_failures: int = 3
+    # ingestion holds the pipeline lock for at most this many lines at a time, then lets a scrape, the
+    # OTLP dispatcher or a checkpoint in; default 2000 (~20 ms of parsing), at least 1
+    ingest_slice_lines: int = 2000
+    # a price table is loaded only if its size, mtime and inode are the same before the read and this long
+    # after it (a file being written in place is retried, never applied half-written); default 0.05 s
+    price_settle_seconds: float = 0.05
     labels: LabelConfig = field(default_factory=LabelConfig)
     sources: tuple[SourceConfig, ...] = ()
     otlp: OtlpConfig = field(default_factory=OtlpConfig)
@@ -206,6 +215,10 @@ def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: s
         names = [s.name for s in obj.sources]
         if len(set(names)) != len(names):
             raise fail("sources", "source names must be unique")
+        if obj.readiness_checkpoint_failures < 1:
+            raise fail("readiness_checkpoint_failures", "expected at least 1")
+        if obj.ingest_slice_lines < 1:
+            raise fail("ingest_slice_lines", "expected at least 1")
         if obj.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise fail("log_level", f"expected DEBUG, INFO, WARNING or ERROR, got {obj.log_level!r}")
 

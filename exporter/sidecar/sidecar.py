@@ -1,9 +1,13 @@
 """`run`: the sidecar. Tail sources exactly once, checkpoint, serve /metrics.
 
 Threads: one ingest thread owns the tailers and the checkpoint (so offsets
-and aggregates are always captured together), the OTLP receiver's dispatcher
-feeds the same pipeline under its lock, and the HTTP server renders under
-that lock. Exactly-once for files: the checkpoint holds each file's offset,
+and aggregates are always captured together) and feeds the pipeline in
+slices of ``ingest_slice_lines`` under its lock, releasing it between slices;
+the OTLP receiver's dispatcher feeds the same pipeline under that lock, and
+the HTTP server copies what a scrape needs under it (``Exposition.take``) and
+renders outside it. One process owns a state_dir (``StateDirLock``). Signals:
+SIGHUP reloads the price table, SIGTERM/SIGINT stop after a final checkpoint
+that includes every OTLP span already acknowledged. Exactly-once for files: the checkpoint holds each file's offset,
 the aggregates and the dedupe ledger of the same instant; after a crash the
 sidecar resumes from the last checkpoint and re-reads only what that
 checkpoint had not counted. OTLP spans acknowledged after the last checkpoint
@@ -13,13 +17,14 @@ request id); the checkpoint interval bounds that window.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import platform
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,10 +35,17 @@ from exporter.engine.aggregate import Aggregates
 from exporter.engine.dedupe import DEFAULT_MAX_IDS, DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
-from exporter.exposition.render import Exposition, HealthSample, check_health_samples, render_for
+from exporter.exposition.render import (
+    OPENMETRICS_CONTENT_TYPE,
+    TEXT_CONTENT_TYPE,
+    Exposition,
+    HealthSample,
+    check_health_samples,
+    wants_openmetrics,
+)
 from exporter.exposition.server import Endpoints, MetricsServer
-from exporter.prices.table import PriceTableError, load_price_table
-from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded
+from exporter.prices.table import PriceTable, PriceTableChanging, PriceTableError, load_price_table
+from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded, StateDirLock
 from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, SourceConfig, parse_listen
 from exporter.sources.formats.registry import LazyTextCounter, LineDecoder, make_line_decoder
 from exporter.sources.tail import Tailer
@@ -103,6 +115,8 @@ class SourceRunner:
 class Health:
     checkpoint_writes: int = 0
     checkpoint_failures: int = 0
+    consecutive_checkpoint_failures: int = 0  # reset by a success; /readyz fails past a threshold
+    last_checkpoint_error: str | None = None
     last_checkpoint_wall: float | None = None
     price_reloads: dict[str, int] = field(default_factory=lambda: {"success": 0, "error": 0})
     last_price_error: str | None = None
@@ -122,7 +136,22 @@ class Sidecar:
         self._price_stamp = self._stat_prices()
         self._price_checked = monotonic()
         self._price_event = threading.Event()
+        self._price_force = False  # a reload was asked for (SIGHUP) and has not been applied yet
+        self._price_retry = False  # the table was being written: look again at the next pass
+        self._reload_requested = threading.Event()  # set by SIGHUP, served by the ingest loop
+        self._render_lock = threading.Lock()  # one render at a time: frames apply in the order taken
+        self.lock = StateDirLock(config.state_dir)
+        self.lock.acquire()  # StateDirLocked: another process owns this state_dir
+        try:
+            self._init_state(config, wall_clock, monotonic)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _init_state(self, config: Config, wall_clock: Callable[[], float],
+                    monotonic: Callable[[], float]) -> None:
         self.store = CheckpointStore(config.state_dir)
+        self.store.remove_stale_temporaries()  # safe: we hold the lock, no other writer exists
         self.counter = LazyTextCounter()
         loaded = self.store.load()  # CheckpointError: refuse rather than recount
         body: dict[str, Any] = loaded.body if loaded else {}
@@ -189,17 +218,33 @@ class Sidecar:
 
     # --- the ingest loop -----------------------------------------------------
     def ingest_once(self, max_lines: int = 20_000) -> int:
-        """One pass over every source; returns how many lines were consumed."""
+        """One pass over every source (up to ``max_lines`` each); returns how many lines were consumed.
+
+        The pipeline lock is taken per slice of ``ingest_slice_lines`` lines and released
+        between slices, so a scrape, the OTLP dispatcher or a checkpoint waits for one
+        slice at most, never for a whole catch-up pass. Each slice leaves the tailer's
+        offsets and the aggregates consistent, so a checkpoint may land between slices.
+        """
         total = 0
         wall = self.wall()
-        with self.pipeline.lock:
-            for runner in self.sources:
-                try:
-                    total += runner.pump(self.pipeline, max_lines, wall)
-                    runner.error = None
-                except OSError as exc:
-                    runner.error = str(exc)
-                    log.warning("source %s: %s", runner.config.name, exc)
+        slice_lines = max(1, self.config.ingest_slice_lines)
+        for runner in self.sources:
+            left = max_lines
+            while left > 0:
+                step = min(slice_lines, left)
+                with self.pipeline.lock:
+                    try:
+                        got = runner.pump(self.pipeline, step, wall)
+                        runner.error = None
+                    except OSError as exc:
+                        runner.error = str(exc)
+                        log.warning("source %s: %s", runner.config.name, exc)
+                        got = 0
+                total += got
+                left -= got
+                if got < step:
+                    break
+                time.sleep(0)  # hand the GIL over: a thread blocked on the lock gets its turn
         return total
 
     def checkpoint(self) -> bool:
@@ -219,9 +264,13 @@ class Sidecar:
             self.store.save(body, blobs)
         except OSError as exc:
             self.health.checkpoint_failures += 1
-            log.error("checkpoint failed: %s", exc)
+            self.health.consecutive_checkpoint_failures += 1
+            self.health.last_checkpoint_error = str(exc)
+            log.error("checkpoint failed (%d in a row): %s", self.health.consecutive_checkpoint_failures, exc)
             return False
         self.health.checkpoint_writes += 1
+        self.health.consecutive_checkpoint_failures = 0
+        self.health.last_checkpoint_error = None
         self.health.last_checkpoint_wall = self.wall()
         return True
 
@@ -244,28 +293,44 @@ class Sidecar:
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def check_prices(self, force: bool = False) -> None:
-        """Hot reload: a valid changed table applies from now on; a bad one is refused, the old stays."""
+        """Hot reload: a valid changed table applies from now on; a bad one is refused, the old stays.
+
+        ``force`` (SIGHUP) reloads even when the file looks unchanged. A file that
+        changes while it is read (written in place) is neither applied nor counted
+        as an error: it is retried at the next pass until it holds still.
+        """
         if self.config.prices is None:
             return
+        if force:
+            self._price_force = True
         stamp = self._stat_prices()
-        if not force and stamp == self._price_stamp:
+        if not (self._price_force or self._price_retry) and stamp == self._price_stamp:
             return
-        self._price_stamp = stamp
         try:
-            table = load_price_table(self.config.prices)
+            table = load_price_table(self.config.prices, settle_seconds=self.config.price_settle_seconds)
+        except PriceTableChanging as exc:
+            if not self._price_retry:
+                log.info("%s", exc)
+            self._price_retry = True
+            return
         except PriceTableError as exc:
+            self._price_stamp, self._price_retry, self._price_force = stamp, False, False
             self.health.price_reloads["error"] += 1
             self.health.last_price_error = str(exc)
             log.error("price table reload refused, keeping version set %s: %s", self.prices.sha256[:12], exc)
             return
+        self._price_stamp, self._price_retry, forced, self._price_force = stamp, False, self._price_force, False
         if table.sha256 == self.prices.sha256:
+            if forced:
+                log.info("price table reload: unchanged (sha256 %s)", table.sha256[:12])
             return
+        old = self.prices
         with self.pipeline.lock:
             self.prices = table
             self.pipeline.set_prices(table)
         self.health.price_reloads["success"] += 1
         self.health.last_price_error = None
-        log.info("price table reloaded: %d version(s), newest %s", len(table.versions), table.newest.version)
+        log.info("price table reloaded: %s", describe_price_change(old, table))
 
     def _watch_prices(self) -> Any:
         if self.config.prices is None:
@@ -295,7 +360,12 @@ class Sidecar:
             try:
                 consumed = self.ingest_once()
                 now = self.monotonic()
-                if self._price_event.is_set() or now - self._price_checked >= PRICE_CHECK_SECONDS:
+                if self._reload_requested.is_set():
+                    self._reload_requested.clear()
+                    self._price_checked = now
+                    self.check_prices(force=True)
+                elif (self._price_event.is_set() or self._price_retry
+                      or now - self._price_checked >= PRICE_CHECK_SECONDS):
                     self._price_event.clear()
                     self._price_checked = now
                     self.check_prices()
@@ -328,54 +398,101 @@ class Sidecar:
         self._threads.append(thread)
         log.info("serving /metrics on %s (port %d)", self.config.listen, self.port)
 
-    def stop(self) -> None:
-        """Stop ingesting, take the final checkpoint, close everything."""
+    def stop(self) -> bool:
+        """Stop ingesting, take the final checkpoint, close everything; whether that checkpoint landed.
+
+        Order matters: the ingest thread finishes its pass, the OTLP receiver stops
+        accepting (new requests get 503, so the client keeps them) and drains what it
+        acknowledged into the pipeline, the last lines are read, then the checkpoint.
+        """
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=30)
         if self.receiver is not None:
-            self.receiver.stop()
+            self.receiver.stop(timeout=30.0)
         if self.pusher is not None:
             self.pusher.shutdown()
         try:
             self.ingest_once(max_lines=1_000_000)  # what was written before the signal still counts
         except Exception:  # the final checkpoint matters more than the last lines
             log.exception("final ingest pass failed")
-        self.checkpoint()
+        landed = self.checkpoint()
         self.close()
+        return landed
 
     def close(self) -> None:
-        """Release files, watchers and the port without a final checkpoint."""
+        """Release files, watchers, the port and the state_dir lock without a final checkpoint."""
         observer = getattr(self, "_observer", None)
         if observer is not None:
             observer.stop()
         for runner in self.sources:
             runner.tailer.close()
         self.server.stop()
+        self.lock.release()
+
+    def request_price_reload(self) -> None:
+        """What SIGHUP does: the ingest loop reloads the price table at its next pass."""
+        self._reload_requested.set()
+        self._price_event.set()
 
     def run_until_signalled(self) -> int:
-        def handle(signum: int, _frame: Any) -> None:
-            log.info("signal %d: stopping", signum)
+        """Serve until SIGTERM or SIGINT; SIGHUP reloads the price table. 0 when the final checkpoint landed."""
+        def stop(signum: int, _frame: Any) -> None:
+            log.info("signal %s: finishing the current batch, final checkpoint, exit",
+                     signal.Signals(signum).name)
             self._stop.set()
 
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+        def reload(_signum: int, _frame: Any) -> None:
+            log.info("SIGHUP: reloading the price table %s", self.config.prices or "(bundled)")
+            self.request_price_reload()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, reload)
         self.start()
         while not self._stop.is_set():
             self._stop.wait(0.5)
-        self.stop()
-        return 0
+        landed = self.stop()
+        log.info("stopped (final checkpoint %s)", "written" if landed else "FAILED")
+        return 0 if landed else 1
 
     # --- what the HTTP server serves -------------------------------------------
     def readiness(self) -> tuple[bool, str]:
+        """Ready unless starting, checkpoints keep failing, or a file source can open none of its files."""
         if not self.ready:
             return False, "starting"
+        problems: list[str] = []
+        failures = self.health.consecutive_checkpoint_failures
+        if failures >= self.config.readiness_checkpoint_failures:
+            problems.append(f"checkpoint failed {failures} times in a row in {self.config.state_dir}: "
+                            f"{self.health.last_checkpoint_error}")
+        with self.pipeline.lock:
+            for runner in self.sources:
+                why = source_problem(runner)
+                if why:
+                    problems.append(f"source {runner.config.name}: {why}")
+        if problems:
+            return False, "not ready: " + "; ".join(problems)
         return True, "ready"
 
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
-        with self.pipeline.lock:  # health and aggregates of the same instant: one consistent scrape
-            health = self.health_samples()
-            return render_for(accept, self.exposition, self.pipeline.aggregates, health)
+        """One consistent scrape: health and aggregates copied at the same instant, rendered outside the lock."""
+        om = wants_openmetrics(accept)
+        with self._render_lock:
+            with self.pipeline.lock:
+                health = self.health_samples()
+                frame = self.exposition.take(self.pipeline.aggregates)
+            body = self.exposition.render_frame(frame, health, om)
+        return body, OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
+
+    @contextlib.contextmanager
+    def series_view(self) -> Iterator[Iterator[tuple[Any, Iterable[tuple[tuple[str, ...], float | int]]]]]:
+        """Every family's series as one consistent frame (what the OTLP push reads), outside the pipeline lock."""
+        with self._render_lock:
+            with self.pipeline.lock:
+                health = self.health_samples()
+                frame = self.exposition.take(self.pipeline.aggregates)
+            yield self.exposition.series_of(frame, health)
 
     def summary(self) -> dict[str, Any]:
         with self.pipeline.lock:
@@ -431,6 +548,26 @@ class Sidecar:
             samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
             samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))
         return samples
+
+
+def source_problem(runner: SourceRunner) -> str | None:
+    """Why a file source is not working, or None: its last error, or no file it can open."""
+    if runner.error:
+        return runner.error
+    stats = runner.tailer.stats()
+    if stats.open_errors and not stats.files_followed and not stats.files_waiting:
+        return f"can open none of its files ({stats.open_errors} open errors; see the log)"
+    return None
+
+
+def describe_price_change(old: PriceTable, new: PriceTable) -> str:
+    """What a reload changed, for the log: versions added and removed, sha256 old -> new."""
+    before = {v.version for v in old.versions}
+    after = {v.version for v in new.versions}
+    added, removed = sorted(after - before), sorted(before - after)
+    return (f"versions added {added or 'none'}, removed {removed or 'none'}, "
+            f"{len(new.versions)} in force (newest {new.newest.version}); "
+            f"sha256 {old.sha256[:12]} -> {new.sha256[:12]}")
 
 
 __all__ = ["Sidecar"]

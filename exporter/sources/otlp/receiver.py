@@ -137,6 +137,7 @@ class OtlpReceiver:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._accepting = False
+        self._accept_lock = threading.Lock()  # no batch can be queued behind stop()'s sentinel
 
     @property
     def port(self) -> int:
@@ -170,7 +171,8 @@ class OtlpReceiver:
         server = self._server
         if server is None:
             return
-        self._accepting = False
+        with self._accept_lock:
+            self._accepting = False
         server.shutdown()
         server.server_close()
         self._stopping.set()
@@ -185,14 +187,15 @@ class OtlpReceiver:
 
     def enqueue(self, result: BatchResult) -> int:
         """Hand a mapped request to the dispatcher; the HTTP status to answer."""
-        if not self._accepting:
-            return 503
-        if result.records or result.rejected:
-            try:
-                self._queue.put_nowait(result)
-            except queue.Full:
-                self.stats.add("queue_full")
-                return 429
+        with self._accept_lock:
+            if not self._accepting:
+                return 503
+            if result.records or result.rejected:
+                try:
+                    self._queue.put_nowait(result)
+                except queue.Full:
+                    self.stats.add("queue_full")
+                    return 429
         with self.stats._lock:
             self.stats.spans_accepted += len(result.records)
             self.stats.spans_rejected.update(result.rejected)
