@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dialects"
-USAGE_PREFIXES = ("gen_ai.", "llm.", "langfuse.", "litellm.", "openai.", "anthropic.", "metadata.usage")
+USAGE_PREFIXES = ("gen_ai.", "openinference.", "llm.", "langfuse.", "litellm.", "openai.", "anthropic.", "metadata.usage")
 CONTENT_HINTS = ("prompt", "completion", "content", "message", "input.value", "output.value", "input", "output")
 
 
