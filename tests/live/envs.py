@@ -12,9 +12,10 @@ import sys
 from dataclasses import dataclass
 
 OTEL_SDK = ("opentelemetry-sdk==1.45.2", "opentelemetry-exporter-otlp-proto-http==1.45.2")
+# openai 3.x moved to httpx2; opentelemetry-instrumentation-openai-v2 2.4b0 still imports httpx
+HTTPX = "httpx==0.28.1"
 OPENAI = "openai==3.57.0"
 ANTHROPIC = "anthropic==2.14.0"
-_OTEL_REPORT = ("opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,14 @@ ENVS: dict[str, Env] = {
     for e in (
         Env(
             "otel_openai_v2",
-            ("opentelemetry-instrumentation-openai-v2==2.4b0", OPENAI, *OTEL_SDK),
+            (
+                "opentelemetry-instrumentation-openai-v2==2.4b0",
+                # 2.4b0 asks for util-genai>=0.4b0.dev but imports util.genai.instruments, gone in 1.2b0
+                "opentelemetry-util-genai==1.1b0",
+                OPENAI,
+                HTTPX,
+                *OTEL_SDK,
+            ),
             ("otel_openai_v2", "otel_openai_v2_latest"),
             ("opentelemetry-util-genai", "opentelemetry-instrumentation", "opentelemetry-semantic-conventions"),
         ),
@@ -71,9 +79,19 @@ ENVS: dict[str, Env] = {
         ),
         Env(
             "openlit",
-            ("openlit==1.45.0", OPENAI, ANTHROPIC),
+            # openlit 1.45.0 wants openai<3 and anthropic<1, and its contrib instrumentations stop at
+            # 0.66b1: without these pins pip backtracks for minutes and gives up.
+            (
+                "openlit==1.45.0",
+                "openai==2.54.0",
+                "anthropic==0.125.0",
+                "opentelemetry-sdk==1.45.1",
+                "opentelemetry-exporter-otlp==1.45.1",
+                "opentelemetry-instrumentation==0.66b1",
+                "opentelemetry-semantic-conventions==0.66b1",
+            ),
             ("openlit_openai", "openlit_anthropic"),
-            _OTEL_REPORT,
+            ("opentelemetry-exporter-otlp-proto-http",),
         ),
         Env(
             "langfuse",

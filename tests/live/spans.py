@@ -20,8 +20,13 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dialects"
-USAGE_PREFIXES = ("gen_ai.", "openinference.", "llm.", "langfuse.", "litellm.", "openai.", "anthropic.", "metadata.usage")
-CONTENT_HINTS = ("prompt", "completion", "content", "message", "input.value", "output.value", "input", "output")
+USAGE_PREFIXES = (
+    "gen_ai.", "openinference.", "llm.", "langfuse.", "litellm.", "openai.", "anthropic.", "metadata.usage"
+)
+CONTENT_HINTS = (
+    "prompts.", "completions.", ".content", "messages", "input.value", "output.value",
+    "observation.input", "observation.output", "system_instructions", "llm.anthropic.system",
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ def usage_attributes(span: Span) -> dict[str, Any]:
         if not key.startswith(USAGE_PREFIXES):
             continue
         low = key.lower()
-        if any(h in low for h in ("prompts.", "completions.", ".content", "messages", "input.value", "output.value")):
+        if any(h in low for h in CONTENT_HINTS):
             continue
         if isinstance(value, str) and len(value) > 300:
             value = value[:300] + "..."
