@@ -55,25 +55,6 @@ def _rel(value: int, reference: int) -> float | None:
     return None if reference == 0 else (value - reference) / reference
 
 
-def _exact_counts(
-    counter: TokenCounter, text: str, encodings: Iterable[str]
-) -> tuple[dict[str, int | None], dict[str, dict[str, str]]]:
-    """Exact counts per encoding; an unloadable encoding gives None and an 'unavailable' entry."""
-    counts: dict[str, int | None] = {}
-    unavailable: dict[str, dict[str, str]] = {}
-    for name in encodings:
-        method = method_for(name)
-        if counter.available(name):
-            counts[method] = counter.count_encoding(text, name)[0]
-        else:
-            counts[method] = None
-            unavailable[method] = {
-                "reason": counter.encoding_errors.get(name, "unavailable"),
-                "hint": INSTALL_HINT,
-            }
-    return counts, unavailable
-
-
 def exact_counts(
     counter: TokenCounter, text: str, encodings: Iterable[str]
 ) -> tuple[dict[str, int | None], dict[str, dict[str, str]]]:
