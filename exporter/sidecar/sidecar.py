@@ -48,6 +48,8 @@ PRICE_CHECK_SECONDS = 2.0
 EXTRA_CHECKPOINT_SECONDS = 1.0
 # Rejected lines logged (source, file, byte offset, reason; never the line) per source and minute.
 REJECT_LOGS_PER_MINUTE = 10
+INGEST_PASS_LINES = 20_000  # lines per ingest pass (per source)
+FIRST_PASS_LINES = 2_000  # the first pass after start-up: its checkpoint commits the restore soon
 
 
 def restore_state(loaded: Loaded, window_days: float,
@@ -229,7 +231,7 @@ class Sidecar:
         return self.server.port
 
     # --- the ingest loop -----------------------------------------------------
-    def ingest_once(self, max_lines: int = 20_000) -> int:
+    def ingest_once(self, max_lines: int = INGEST_PASS_LINES) -> int:
         """One pass over every source; returns how many lines were consumed."""
         total = 0
         wall = self.wall()
@@ -331,15 +333,18 @@ class Sidecar:
     def _commit_hints(self) -> int:
         return sum(r.tailer.commit_hints for r in self.sources)
 
-    def checkpoint_due(self, now: float, last_checkpoint: float, hints_at_checkpoint: int | None) -> bool:
+    def checkpoint_due(self, now: float, last_checkpoint: float, hints_at_checkpoint: int | None,
+                       catching_up: bool = False) -> bool:
         """When to commit: the first pass after start-up (restore, first reads), every
-        checkpoint_interval, and soon after a followed file was rotated, truncated or retired
-        (at most one extra per EXTRA_CHECKPOINT_SECONDS): commit points keep up with the files."""
+        checkpoint_interval, and - at most one extra per EXTRA_CHECKPOINT_SECONDS - soon after a
+        followed file was rotated, truncated or retired, or while a backlog is being read (a pass
+        that hit its line cap): commit points keep up with the files, so a crash loop resumes
+        from recent offsets instead of one that logrotate's retention has deleted meanwhile."""
         if hints_at_checkpoint is None:
             return True
         if now - last_checkpoint >= self.config.checkpoint_interval_seconds:
             return True
-        return (self._commit_hints() != hints_at_checkpoint
+        return ((catching_up or self._commit_hints() != hints_at_checkpoint)
                 and now - last_checkpoint >= min(EXTRA_CHECKPOINT_SECONDS, self.config.checkpoint_interval_seconds))
 
     def _loop(self) -> None:
@@ -348,13 +353,15 @@ class Sidecar:
         poll = min([s.poll_interval_seconds for s in self.config.sources] or [1.0])
         while not self._stop.is_set():
             try:
-                consumed = self.ingest_once()
+                # The first pass is short, so the first commit comes soon after the restore.
+                cap = FIRST_PASS_LINES if hints is None else INGEST_PASS_LINES
+                consumed = self.ingest_once(cap)
                 now = self.monotonic()
                 if self._price_event.is_set() or now - self._price_checked >= PRICE_CHECK_SECONDS:
                     self._price_event.clear()
                     self._price_checked = now
                     self.check_prices()
-                if self.checkpoint_due(now, last_checkpoint, hints):
+                if self.checkpoint_due(now, last_checkpoint, hints, catching_up=consumed >= cap):
                     pending = self._commit_hints()
                     self.checkpoint()
                     last_checkpoint, hints = now, pending

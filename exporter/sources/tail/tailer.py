@@ -43,6 +43,18 @@ _UNLIMITED = sys.maxsize
 _NO_FDS = (errno.EMFILE, errno.ENFILE)
 
 
+def _fd_budget() -> int:
+    """At most half the process's descriptor limit: the HTTP server, the OTLP receiver,
+    watchdog and the checkpoint need descriptors too."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return _UNLIMITED
+    return _UNLIMITED if soft == resource.RLIM_INFINITY else max(8, soft // 2)
+
+
 class Tailer:
     """Follows the files matching some globs; see the package docstring for the contract.
 
@@ -86,7 +98,7 @@ class Tailer:
         self._closed = False
         self._watcher = _Watcher(self._patterns, use_watchdog, poll_interval)
         self._open_failed: set[str] = set()
-        self._max_open = max_open_files
+        self._max_open = min(max_open_files, _fd_budget())
         self._compressed: dict[_Key, str] = {}  # matched, never lines: no descriptor kept
         self._deferred: dict[_Key, tuple[str, int]] = {}  # matched, not opened yet (cap, EMFILE): path, size
         self._pending: list[_Saved] = []  # restored entries not re-opened yet (EMFILE): retried each poll
@@ -208,6 +220,16 @@ class Tailer:
                 return True
         return False
 
+    def _shrink_cap(self) -> None:
+        """EMFILE/ENFILE below max_open_files: hold fewer from now on, leaving some to the rest."""
+        held = self._open_files()
+        cap = max(1, held - 4)
+        if cap < self._max_open:
+            log.warning("source %s: out of file descriptors at %d open files; holding at most %d",
+                        self._source, held, cap)
+            self._max_open = cap
+            self._enforce_cap()
+
     def _enforce_cap(self) -> None:
         while self._open_files() > self._max_open and (self._park_one() or self._close_one_waiting()):
             pass
@@ -281,6 +303,7 @@ class Tailer:
                 opened = self._open(path)
             except _FdExhausted:
                 self._deferred[key] = (path, st.st_size)
+                self._shrink_cap()
                 continue
             if opened is None:
                 continue

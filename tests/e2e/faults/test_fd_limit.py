@@ -21,11 +21,6 @@ def _limit_fds() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: with RLIMIT_NOFILE 64 and 200 files the tailer's open() "
-                   "fails with EMFILE ('cannot open ...: Too many open files'): only 600 of 2000 requests "
-                   "are ever counted (1400 lost, while source_bytes_behind says 0), and the open files are "
-                   "re-read again and again as 'the copy of a truncated file' (duplicates_total grows "
-                   "~125/s without end); watchdog's lazy import and HTTP responses fail with EMFILE too")
 def test_more_files_than_fds_all_counted(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
