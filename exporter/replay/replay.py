@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.pipeline import Pipeline
@@ -60,7 +60,55 @@ def register(subparsers: Any) -> None:
                         help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
                              "The result is always the one-pass result")
     parser.add_argument("--json", action="store_true", help="print the DESIGN.md §5 JSON")
+    parser.add_argument("--explain-rejects", nargs="?", type=int, const=100, default=None, metavar="N",
+                        help="list rejected lines as FILE:OFFSET: REASON (the first N, default 100, then the "
+                             "total) instead of the totals; never the lines' content")
     parser.set_defaults(func=run_replay)
+
+
+class RejectedLine(NamedTuple):
+    """Where a rejected line starts and why; never its content (it may hold prompt text)."""
+
+    path: str
+    offset: int
+    reason: str
+
+
+def explain_rejects(paths: list[str], pipeline_factory: Callable[[], Pipeline], limit: int = 100,
+                    decoder: LineDecoder | None = None,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[list[RejectedLine], int]:
+    """The rejected lines of ``paths`` (the first ``limit``) with their byte offsets, and the total.
+
+    One pass, line by line, through one pipeline (so duplicates are duplicates, not rejections)
+    and the tailer's line rules, as the sidecar would read the files."""
+    pipeline = pipeline_factory()
+    decode = decoder.decode_line if decoder is not None else None
+    rejected = pipeline.aggregates.rejected
+    listed: list[RejectedLine] = []
+    total = 0
+    for path in paths:
+        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        try:
+            offset = 0
+            for raw in stream:
+                start, offset = offset, offset + len(raw)
+                line, reason, _nuls = normalise_line(raw.rstrip(b"\n"), max_line_bytes)
+                before = dict(rejected)
+                if reason is not None:
+                    pipeline.reject(reason, "replay")
+                elif line:
+                    pipeline.ingest_line(line, "replay", decode)
+                else:
+                    continue
+                if sum(rejected.values()) != sum(before.values()):
+                    total += 1
+                    if len(listed) < limit:
+                        why = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
+                        listed.append(RejectedLine(path, start, why))
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    return listed, total
 
 
 def replay_pipeline(prices: PriceTable, decoder: LineDecoder, timezone: str = "UTC",
@@ -270,6 +318,14 @@ def run_replay(args: argparse.Namespace) -> int:
     def make_pipeline() -> Pipeline:
         return replay_pipeline(prices, decoder, args.timezone, args.dedupe_window_days)
 
+    if args.explain_rejects is not None:
+        listed, total = explain_rejects(args.files, make_pipeline, max(0, args.explain_rejects), decoder,
+                                        args.max_line_bytes)
+        for entry in listed:
+            print(f"{entry.path}:{entry.offset}: {entry.reason}")
+        more = f" ({total - len(listed)} more not listed)" if total > len(listed) else ""
+        print(f"{total} rejected line(s){more}")
+        return 0
     jobs = _parallel_jobs(args.files, args.jobs)
     pipeline = replay_in_parts(args.files, make_pipeline, decoder, jobs, args.max_line_bytes, progress) \
         if jobs > 1 else None
