@@ -62,8 +62,11 @@ def test_rotation_triggers_a_checkpoint_soon(tmp_path: Path) -> None:
         os.rename(app, app.with_name("app.jsonl.1"))
         _write(app, [record_line(i) for i in range(20, 30)])
         poll(lambda: sidecar.health.checkpoint_writes > writes or None, 10, "a checkpoint after the rotation")
-    finally:
-        sidecar.close()  # no final checkpoint: what survives is what the commit points wrote
+    finally:  # like a kill -9: no final checkpoint, what survives is what the commit points wrote
+        sidecar._stop.set()
+        for thread in sidecar._threads:
+            thread.join(timeout=30)
+        sidecar.close()
     again = _sidecar(tmp_path)
     drain(again)
     assert again.summary()["requests"] == 30
