@@ -135,6 +135,16 @@ SOURCE_UP = _g(
 SOURCE_LAST_EVENT_TIMESTAMP_SECONDS = _g(
     "source_last_event_timestamp_seconds", "seconds", "Wall-clock time the source last produced a record.",
     ("source",), "health")
+SOURCE_BYTES_LOST_TOTAL = _c(
+    "source_bytes_lost_total", "bytes",
+    "Bytes known never read, by bounded reason (gone_while_stopped, truncated_unread, deleted_unread, "
+    "unterminated); persisted across restarts by the checkpoint.", ("source", "reason"), "health")
+SOURCE_OPEN_FILES = _g(
+    "source_open_files", "", "File descriptors a source holds (at most its max_open_files).", ("source",),
+    "health")
+SOURCE_FILES = _g(
+    "source_files", "", "Regular files a source's globs matched at its last poll (0: the globs match nothing).",
+    ("source",), "health")
 LAST_RECORD_TIMESTAMP_SECONDS = _g(
     "last_record_timestamp_seconds", "seconds", "Timestamp (ts) of the newest record counted.", (), "health")
 CHECKPOINT_WRITES_TOTAL = _c(
@@ -189,6 +199,9 @@ CATALOG: tuple[MetricSpec, ...] = (
     SOURCE_BYTES_BEHIND,
     SOURCE_UP,
     SOURCE_LAST_EVENT_TIMESTAMP_SECONDS,
+    SOURCE_BYTES_LOST_TOTAL,
+    SOURCE_OPEN_FILES,
+    SOURCE_FILES,
     LAST_RECORD_TIMESTAMP_SECONDS,
     CHECKPOINT_WRITES_TOTAL,
     CHECKPOINT_FAILURES_TOTAL,

@@ -8,8 +8,9 @@ import os
 import sys
 from typing import Any
 
+from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import PriceTableError, load_price_table
-from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES, replay
+from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES, explain_rejects, replay, replay_pipeline
 from exporter.sources.formats.registry import FORMATS, make_line_decoder
 
 
@@ -31,6 +32,9 @@ def register(subparsers: Any) -> None:
                         help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
                              "The result is always the one-pass result")
     parser.add_argument("--json", action="store_true", help="print the totals as JSON")
+    parser.add_argument("--explain-rejects", nargs="?", type=int, const=100, default=None, metavar="N",
+                        help="list rejected lines as FILE:OFFSET: REASON (the first N, default 100, then the "
+                             "total) instead of the totals; never the lines' content")
     parser.set_defaults(func=run)
 
 
@@ -52,6 +56,17 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
         return 2
+    if args.explain_rejects is not None:
+        def make_pipeline() -> Pipeline:
+            return replay_pipeline(prices, decoder, args.timezone, args.dedupe_window_days)
+
+        listed, total = explain_rejects(args.files, make_pipeline, max(0, args.explain_rejects), decoder,
+                                        args.max_line_bytes)
+        for entry in listed:
+            print(f"{entry.path}:{entry.offset}: {entry.reason}")
+        more = f" ({total - len(listed)} more not listed)" if total > len(listed) else ""
+        print(f"{total} rejected line(s){more}")
+        return 0
     progress = not args.json and sys.stderr.isatty()
     result = replay(args.files, prices, decoder, timezone=args.timezone,
                     dedupe_window_days=args.dedupe_window_days, max_line_bytes=args.max_line_bytes,

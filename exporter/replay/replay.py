@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.pipeline import Pipeline
@@ -39,6 +39,51 @@ from exporter.sources.tail import normalise_line
 DEFAULT_MAX_LINE_BYTES = SourceConfig().max_line_bytes
 
 READ_CHUNK = 1 << 20
+
+
+class RejectedLine(NamedTuple):
+    """Where a rejected line starts and why; never its content (it may hold prompt text)."""
+
+    path: str
+    offset: int
+    reason: str
+
+
+def explain_rejects(paths: list[str], pipeline_factory: Callable[[], Pipeline], limit: int = 100,
+                    decoder: LineDecoder | None = None,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[list[RejectedLine], int]:
+    """The rejected lines of ``paths`` (the first ``limit``) with their byte offsets, and the total.
+
+    One pass, line by line, through one pipeline (so duplicates are duplicates, not rejections)
+    and the tailer's line rules, as the sidecar would read the files."""
+    pipeline = pipeline_factory()
+    decode = decoder.decode_line if decoder is not None else None
+    rejected = pipeline.aggregates.rejected
+    listed: list[RejectedLine] = []
+    total = 0
+    for path in paths:
+        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        try:
+            offset = 0
+            for raw in stream:
+                start, offset = offset, offset + len(raw)
+                line, reason, _nuls = normalise_line(raw.rstrip(b"\n"), max_line_bytes)
+                before = dict(rejected)
+                if reason is not None:
+                    pipeline.reject(reason, "replay")
+                elif line:
+                    pipeline.ingest_line(line, "replay", decode)
+                else:
+                    continue
+                if sum(rejected.values()) != sum(before.values()):
+                    total += 1
+                    if len(listed) < limit:
+                        why = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
+                        listed.append(RejectedLine(path, start, why))
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+    return listed, total
 
 
 def replay_pipeline(prices: PriceTable, decoder: LineDecoder, timezone: str = "UTC",

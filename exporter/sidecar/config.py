@@ -34,6 +34,9 @@ class SourceConfig:
     max_line_bytes: int = 1 << 20  # longer lines are skipped and counted (line_too_long)
     poll_interval_seconds: float = 1.0  # polling period; also the fallback when inotify is silent
     watch: bool = True  # inotify via watchdog; false = polling only (network file systems)
+    # Descriptors the source may hold. Rotated files read to their end are closed above it and
+    # reopened (device+inode verified) when they change; the file being written stays open.
+    max_open_files: int = 256
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,8 @@ def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: s
             raise fail("paths", "a source needs at least one path or glob")
         if obj.max_line_bytes < 1:
             raise fail("max_line_bytes", f"expected a positive number of bytes, got {obj.max_line_bytes}")
+        if obj.max_open_files < 1:
+            raise fail("max_open_files", f"expected a positive number of files, got {obj.max_open_files}")
     if isinstance(obj, Config | OtlpConfig):
         try:
             parse_listen(obj.listen)

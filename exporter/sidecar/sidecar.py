@@ -53,6 +53,13 @@ from exporter.sources.tail import Tailer
 log = logging.getLogger("exporter.sidecar.sidecar")
 CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
 PRICE_CHECK_SECONDS = 2.0
+# A rotation, truncation or retired file asks for a checkpoint at most this often (besides the
+# interval), so a crash loop cannot fall behind logrotate's retention (issue 13 item 1).
+EXTRA_CHECKPOINT_SECONDS = 1.0
+# Rejected lines logged (source, file, byte offset, reason; never the line) per source and minute.
+REJECT_LOGS_PER_MINUTE = 10
+INGEST_PASS_LINES = 20_000  # lines per ingest pass (per source)
+FIRST_PASS_LINES = 2_000  # the first pass after start-up: its checkpoint commits the restore soon
 
 
 def restore_state(loaded: Loaded, window_days: float,
@@ -79,10 +86,14 @@ class SourceRunner:
     decoder: LineDecoder | None
     last_record_wall: float | None = None
     error: str | None = None
+    reject_log: RejectLog = field(default_factory=lambda: RejectLog())
 
     def pump(self, pipeline: Pipeline, max_lines: int, wall: float) -> int:
         events = self.tailer.poll(max_lines)
         name = self.config.name
+        rejected = pipeline.aggregates.rejected  # (month, reason) -> count: a handful of keys
+        seen = sum(rejected.values())
+        before = dict(rejected)
         for event in events:
             # The tailer's offsets already include this batch: one line that fails must
             # not cost the lines after it, so a failure is contained and counted here.
@@ -97,6 +108,11 @@ class SourceRunner:
                 log.error("source %s: %s at %s offset %d; counted as internal_error",
                           name, type(exc).__name__, event.path, event.offset)
                 pipeline.reject("internal_error", name)
+            now_rejected = sum(rejected.values())
+            if now_rejected != seen:  # this line was rejected: say where (file, offset), never what
+                reason = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
+                self.reject_log.note(name, event.path, event.offset, reason, wall)
+                seen, before = now_rejected, dict(rejected)
         if events:
             self.last_record_wall = wall
         return len(events)
@@ -109,6 +125,31 @@ class SourceRunner:
             pipeline.ingest_object(record, self.config.name)
         for reason in reasons:
             pipeline.reject(reason, self.config.name)
+
+
+@dataclass
+class RejectLog:
+    """Logs rejected lines by place (source, file, byte offset) and reason, at most
+    REJECT_LOGS_PER_MINUTE per source and minute, then one summary of the rest. The line's
+    content never reaches the log (it may hold prompt text)."""
+
+    window_start: float = 0.0
+    logged: int = 0
+    suppressed: int = 0
+    total: int = 0
+
+    def note(self, source: str, path: str, offset: int, reason: str, wall: float) -> None:
+        self.total += 1
+        if wall - self.window_start >= 60.0:
+            if self.suppressed:
+                log.warning("source %s: %d more rejected line(s) in the last minute not logged",
+                            source, self.suppressed)
+            self.window_start, self.logged, self.suppressed = wall, 0, 0
+        if self.logged < REJECT_LOGS_PER_MINUTE:
+            self.logged += 1
+            log.warning("source %s: rejected line at %s byte offset %d: %s", source, path, offset, reason)
+        else:
+            self.suppressed += 1
 
 
 @dataclass
@@ -173,7 +214,7 @@ class Sidecar:
         for source in config.sources:
             tailer = Tailer(source.paths, max_line_bytes=source.max_line_bytes, use_watchdog=source.watch,
                             poll_interval=source.poll_interval_seconds, source_name=source.name,
-                            clock=monotonic)
+                            clock=monotonic, max_open_files=source.max_open_files)
             if source.name in saved_sources:
                 for warning in tailer.restore(saved_sources[source.name]):
                     log.warning("source %s: %s", source.name, warning)
@@ -217,7 +258,7 @@ class Sidecar:
         return self.server.port
 
     # --- the ingest loop -----------------------------------------------------
-    def ingest_once(self, max_lines: int = 20_000) -> int:
+    def ingest_once(self, max_lines: int = INGEST_PASS_LINES) -> int:
         """One pass over every source (up to ``max_lines`` each); returns how many lines were consumed.
 
         The pipeline lock is taken per slice of ``ingest_slice_lines`` lines and released
@@ -352,13 +393,32 @@ class Sidecar:
         observer.start()
         return observer
 
+    def _commit_hints(self) -> int:
+        return sum(r.tailer.commit_hints for r in self.sources)
+
+    def checkpoint_due(self, now: float, last_checkpoint: float, hints_at_checkpoint: int | None,
+                       catching_up: bool = False) -> bool:
+        """When to commit: the first pass after start-up (restore, first reads), every
+        checkpoint_interval, and - at most one extra per EXTRA_CHECKPOINT_SECONDS - soon after a
+        followed file was rotated, truncated or retired, or while a backlog is being read (a pass
+        that hit its line cap): commit points keep up with the files, so a crash loop resumes
+        from recent offsets instead of one that logrotate's retention has deleted meanwhile."""
+        if hints_at_checkpoint is None:
+            return True
+        if now - last_checkpoint >= self.config.checkpoint_interval_seconds:
+            return True
+        return ((catching_up or self._commit_hints() != hints_at_checkpoint)
+                and now - last_checkpoint >= min(EXTRA_CHECKPOINT_SECONDS, self.config.checkpoint_interval_seconds))
+
     def _loop(self) -> None:
-        interval = self.config.checkpoint_interval_seconds
         last_checkpoint = self.monotonic()
+        hints: int | None = None  # None: no checkpoint yet in this run
         poll = min([s.poll_interval_seconds for s in self.config.sources] or [1.0])
         while not self._stop.is_set():
             try:
-                consumed = self.ingest_once()
+                # The first pass is short, so the first commit comes soon after the restore.
+                cap = FIRST_PASS_LINES if hints is None else INGEST_PASS_LINES
+                consumed = self.ingest_once(cap)
                 now = self.monotonic()
                 if self._reload_requested.is_set():
                     self._reload_requested.clear()
@@ -369,9 +429,10 @@ class Sidecar:
                     self._price_event.clear()
                     self._price_checked = now
                     self.check_prices()
-                if now - last_checkpoint >= interval:
+                if self.checkpoint_due(now, last_checkpoint, hints, catching_up=consumed >= cap):
+                    pending = self._commit_hints()
                     self.checkpoint()
-                    last_checkpoint = now
+                    last_checkpoint, hints = now, pending
                 if not consumed:
                     if len(self.sources) == 1:
                         self.sources[0].tailer.wait(min(poll, 0.5))
@@ -533,8 +594,12 @@ class Sidecar:
                 HealthSample(catalog.SOURCE_LINES_READ_TOTAL, (name,), stats.lines_read),
                 HealthSample(catalog.SOURCE_BYTES_READ_TOTAL, (name,), stats.bytes_read),
                 HealthSample(catalog.SOURCE_BYTES_BEHIND, (name,), stats.bytes_behind),
-                HealthSample(catalog.SOURCE_UP, (name,), 0 if runner.error else 1),
+                HealthSample(catalog.SOURCE_UP, (name,), 0 if runner.error or not runner.tailer.up else 1),
+                HealthSample(catalog.SOURCE_OPEN_FILES, (name,), stats.open_files),
+                HealthSample(catalog.SOURCE_FILES, (name,), stats.files_matched),
             ]
+            for reason, lost in sorted(stats.bytes_lost.items()):
+                samples.append(HealthSample(catalog.SOURCE_BYTES_LOST_TOTAL, (name, reason), lost))
             if runner.last_record_wall is not None:
                 samples.append(HealthSample(catalog.SOURCE_LAST_EVENT_TIMESTAMP_SECONDS, (name,),
                                             runner.last_record_wall))

@@ -11,7 +11,7 @@ API
 ---
 ``Tailer(patterns, *, max_line_bytes=1 MiB, fingerprint_bytes=256,
 use_watchdog=True, poll_interval=1.0, clock=time.monotonic,
-source_name="jsonl", rotate_grace=5.0, copy_settle=2.0)``
+source_name="jsonl", rotate_grace=5.0, copy_settle=2.0, max_open_files=256)``
 
 * ``poll(max_lines=None) -> list[TailEvent]`` - one non-blocking pass:
   discover files matching the globs, check each followed file for
@@ -24,7 +24,11 @@ source_name="jsonl", rotate_grace=5.0, copy_settle=2.0)``
 * ``state() -> dict`` - JSON-serialisable checkpoint.
 * ``restore(state) -> list[str]`` - on a fresh tailer, before the first
   poll; returns human-readable warnings (truncated, rewritten, gone...).
-* ``stats() -> TailStats`` - counters and per-file lag.
+* ``stats() -> TailStats`` - counters, per-file lag, ``bytes_lost`` by reason,
+  ``open_files``, ``files_matched``.
+* ``up`` - False when the source has files but can open none of them.
+* ``commit_hints`` - grows on every rotation, truncation, deletion and retired
+  file: the sidecar takes an extra checkpoint soon after (at most one a second).
 * ``close()``.
 
 A :class:`TailEvent` is either a line (``skipped is None``; ``line`` holds
@@ -67,6 +71,35 @@ Semantics (the contract the tests hold us to)
   and regrow rounds happen between two polls, a copy can fail to match and be
   read again; its lines are then counted as duplicates (the request-id
   ledger keeps the totals exact), never as new requests.
+* **Truncation racing a read.** The checks above run before the read; a
+  truncation (and the writer's next lines) landing between them and the read
+  would hand out the new content's end at the old offset, then the whole new
+  content again from 0. So after every read that returned data the head and
+  the bytes before the read position are read again; when they changed, the
+  whole read is given back and the file is handled as truncated at once.
+* **Bytes lost** are counted by reason in ``stats().bytes_lost`` and carried
+  in the state (so they survive restarts): ``gone_while_stopped`` (a
+  checkpointed file not found at restore, size at the checkpoint minus its
+  offset; a file read to its end that is gone is normal rotation, logged at
+  debug), ``truncated_unread`` (size last seen minus the offset, at a
+  truncation or a truncation while stopped; a copy inside the globs that is
+  adopted reads them after all, see ``copies_adopted``), ``deleted_unread``
+  (a matched file deleted before it could be opened, or a parked file gone
+  with bytes past its offset) and ``unterminated`` (a rotated file closed
+  with a last line that never got its newline). Bytes written after the last
+  look and lost before the next one are not knowable, so not counted.
+* **Open files** are capped by ``max_open_files`` (and by half the process's
+  RLIMIT_NOFILE; an EMFILE/ENFILE lowers the cap further). Above it, idle
+  files (read to their end, still in the globs, least recently active first:
+  never the file being written unless every other file is busier) are
+  *parked*: closed, with their size and mtime kept; discovery reopens one
+  when either changes, by path, and follows it only when device and inode
+  match (else the name holds another file: it is new, the parked one is
+  gone). A parked file that left the globs cannot be followed and is
+  forgotten (its position retired). A new file with no descriptor to spare
+  waits (deferred) until one is free. Compressed files keep no descriptor;
+  a new file that is a copy of a followed file gives its descriptor back
+  while it waits and is reopened (identity verified) to look again.
 * **NUL bytes.** A writer without O_APPEND keeps writing at its old offset
   after a copytruncate, leaving a run of NULs (a sparse hole) before its
   next line. NUL runs at the start of a line are skipped and counted, never
@@ -90,7 +123,9 @@ Semantics (the contract the tests hold us to)
   the glob matches, in its directory or in the directory its symlink points
   into, so a file rotated while the sidecar was down is still drained),
   then checks the fingerprint. New files not yet classified are in the
-  state too. Head
+  state too. Out of descriptors (EMFILE/ENFILE) or unreadable is not "gone":
+  the saved entry is kept as it was (written back by ``state()``) and
+  retried at every poll. Head
   changed (inode reused, or truncated and rewritten), size below the offset
   (truncated) or the bytes before the offset changed (rewritten): the file
   restarts at 0 and a warning says so. A file that is gone is reported.
@@ -98,6 +133,14 @@ Semantics (the contract the tests hold us to)
   of the globs between two checkpoints was never checkpointed, so a tailer
   restored after a crash cannot find it. Let the globs match the rotated
   names too (``app.log*``): identity makes that free of double reads.
+* **Crash loops and retention** (measured with the fault harness, real
+  logrotate ``rotate 5`` every 2 s, 3-5k lines/s, ``app.log*``): the sidecar
+  commits after its first short pass and within a second of each rotation,
+  so a restarted sidecar resumes from offsets at most ~1 s (plus one poll)
+  old. Loss remains only when kill -9 comes faster than start-up + first
+  pass + first checkpoint (about 1 s on 2 busy cores) for longer than
+  logrotate's retention (here 5 x 2 s = 10 s): no checkpoint can then be
+  written at all. Such bytes are counted as ``gone_while_stopped``.
 * **Limitation: shared headers.** Files whose first ``fingerprint_bytes``
   bytes are identical are taken for copies of each other; raise
   ``fingerprint_bytes`` when every file starts with the same banner.

@@ -72,6 +72,8 @@ class _File:
         "path",
         "size",
         "skipping",
+        "stamp",
+        "suspect",
         "tail",
     )
 
@@ -98,10 +100,20 @@ class _File:
         self.orphan_since: float | None = None
         self.last_data = now
         self.at_eof = False
+        # Parked (``fd == -1``): closed to stay under max_open_files, read to its end; the
+        # (size, mtime_ns) it had then, so discovery reopens it when either changes.
+        self.stamp: tuple[int, int] | None = None
+        # The last read may have come from a newer generation of the file (truncated and
+        # rewritten between the checks and the read): rolled back, to be handled as truncated.
+        self.suspect = False
 
 
 class _Waiting:
-    """A new file not yet classified (empty, or maybe a copy of a known file)."""
+    """A new file not yet classified (empty, or maybe a copy of a known file).
+
+    ``fd`` is -1 while it is closed to free a descriptor (a copy of a followed file can
+    wait for ever); it is reopened by path, its device and inode verified, to classify it.
+    """
 
     __slots__ = ("fd", "first_seen", "key", "path")
 
@@ -110,6 +122,10 @@ class _Waiting:
         self.fd = fd
         self.key = key
         self.first_seen = now
+
+
+class _FdExhausted(OSError):
+    """EMFILE/ENFILE on open: the file is there, we are out of descriptors. Never "missing"."""
 
 
 @dataclass(slots=True)

@@ -7,11 +7,13 @@ what the sidecar would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 SkipReason = Literal["line_too_long", "nul_bytes"]
 SKIP_REASONS: tuple[SkipReason, ...] = ("line_too_long", "nul_bytes")
+# Why bytes were lost (never read): the bounded ``reason`` label of llm_savings_source_bytes_lost_total.
+LOST_REASONS: tuple[str, ...] = ("gone_while_stopped", "truncated_unread", "deleted_unread", "unterminated")
 
 
 class TailEvent(NamedTuple):
@@ -56,6 +58,9 @@ class TailStats:
     files_waiting: int
     last_event_time: float | None
     files: tuple[FileLag, ...]
+    bytes_lost: dict[str, int] = field(default_factory=dict)  # by reason, persisted across restarts
+    open_files: int = 0  # descriptors held (followed + waiting), at most max_open_files
+    files_matched: int = 0  # regular files the globs matched at the last poll
 
     @property
     def bytes_behind(self) -> int:

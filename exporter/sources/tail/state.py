@@ -13,15 +13,28 @@ warning.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from exporter.sources.tail.files import _digest, _File, _Key, _key_of, _pread, _read_tail, _Retired, _Waiting
+from exporter.sources.tail.files import (
+    _digest,
+    _FdExhausted,
+    _File,
+    _Key,
+    _key_of,
+    _pread,
+    _read_tail,
+    _Retired,
+    _Waiting,
+)
 
 STATE_SCHEMA = "llm-savings-exporter/tail-state/v1"
+# The tailer's logger: its messages keep the name they had before restore had a module.
+log = logging.getLogger("exporter.sources.tail.tailer")
 
 
 class _Saved(NamedTuple):
@@ -35,10 +48,23 @@ class _Saved(NamedTuple):
     head_hash: str
     tail_len: int
     tail_hash: str
+    size: int | None = None  # the file's size when last seen (None: a checkpoint from before it was kept)
 
     def retired(self) -> _Retired:
         """Its checkpointed position, kept in case a copy of the file turns up."""
         return _Retired(None, self.head_len, self.head_hash, self.offset, self.tail_len, self.tail_hash)
+
+    def unread(self) -> int:
+        """Bytes known to be in the file after the offset when it was last seen."""
+        return max(0, (self.size or 0) - self.offset)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"path": self.path, "dev": self.key.dev, "ino": self.key.ino, "offset": self.offset,
+               "skipping": self.skipping, "head_len": self.head_len, "head_hash": self.head_hash,
+               "tail_len": self.tail_len, "tail_hash": self.tail_hash}
+        if self.size is not None:
+            out["size"] = self.size
+        return out
 
 
 class _SavedWaiting(NamedTuple):
@@ -52,6 +78,7 @@ class _Checkpoint(NamedTuple):
     retired: list[_Retired]
     files: list[_Saved]
     waiting: list[_SavedWaiting]
+    lost: dict[str, int]
 
 
 class _Restored(NamedTuple):
@@ -60,6 +87,9 @@ class _Restored(NamedTuple):
     warnings: list[str]
     truncations: int
     fingerprint_mismatches: int
+    lost: dict[str, int]  # bytes known lost meanwhile, by reason
+    pending: list[_Saved]  # not re-found because we ran out of descriptors: kept, retried later
+    pending_waiting: list[_SavedWaiting]
 
 
 class _Located(NamedTuple):
@@ -71,9 +101,20 @@ class _Located(NamedTuple):
 
 
 def _encode(
-    source: str, files: Iterable[_File], retired: Iterable[_Retired], waiting: Iterable[_Waiting]
+    source: str,
+    files: Iterable[_File],
+    retired: Iterable[_Retired],
+    waiting: Iterable[_Waiting],
+    lost: dict[str, int] | None = None,
+    pending: Iterable[_Saved] = (),
+    pending_waiting: Iterable[_SavedWaiting] = (),
 ) -> dict[str, Any]:
-    """The checkpoint: per file identity and the offset after the last returned line."""
+    """The checkpoint: per file identity and the offset after the last returned line.
+
+    Entries a restore could not re-open yet (out of descriptors) are written back as
+    they were read, so a checkpoint taken meanwhile never drops their offsets; ``lost``
+    carries the bytes-lost counters across restarts.
+    """
     return {
         "schema": STATE_SCHEMA,
         "source": source,
@@ -88,13 +129,17 @@ def _encode(
                 "head_hash": _digest(f.head),
                 "tail_len": len(f.tail),
                 "tail_hash": _digest(f.tail),
+                "size": max(f.size, f.base),
             }
             for f in files
-        ],
+        ]
+        + [p.to_json() for p in pending],
         "retired": [r.to_json() for r in retired],
         # New files not yet read (empty, or maybe a copy): remembered so that one
         # rotated out of the globs before a restart is still found by inode.
-        "waiting": [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in waiting],
+        "waiting": [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in waiting]
+        + [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in pending_waiting],
+        "lost": {k: v for k, v in (lost or {}).items() if v},
     }
 
 
@@ -124,13 +169,15 @@ def _decode(state: Any) -> _Checkpoint:
                 str(e["head_hash"]),
                 int(e["tail_len"]),
                 str(e["tail_hash"]),
+                int(e["size"]) if "size" in e else None,
             )
             for e in state["files"]
         ]
         waiting = [_SavedWaiting(str(e["path"]), _Key(int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])]
-    except (KeyError, TypeError, ValueError) as exc:
+        lost = {str(k): int(v) for k, v in state.get("lost", {}).items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed tailer state: {exc!r}") from exc
-    return _Checkpoint(retired, files, waiting)
+    return _Checkpoint(retired, files, waiting, lost)
 
 
 def _locate(
@@ -139,7 +186,10 @@ def _locate(
     globbed: list[str],
     open_file: Callable[[str], tuple[int, os.stat_result] | None],
 ) -> _Located | None:
-    """Find the file with this device and inode: at its path, in the globs, in its dir."""
+    """Find the file with this device and inode: at its path, in the globs, in its dir.
+
+    ``_FdExhausted`` from ``open_file`` propagates: out of descriptors is not "gone".
+    """
 
     def candidates() -> Iterator[str]:
         yield path
@@ -187,19 +237,42 @@ def _restore(
     fingerprint_bytes: int,
     now: float,
 ) -> _Restored:
-    """Fill a new tailer's (empty) file table from a checkpoint; see ``Tailer.restore``."""
+    """Fill a new tailer's (empty) file table from a checkpoint; see ``Tailer.restore``.
+
+    Also used to retry entries left pending (out of descriptors): then ``checkpoint``
+    holds only those, and its retired list and lost counters are empty.
+    """
     retired.extend(checkpoint.retired)
     warnings: list[str] = []
+    lost: dict[str, int] = {}
+    pending: list[_Saved] = []
+    pending_waiting: list[_SavedWaiting] = []
     truncations = mismatches = 0
     for saved in checkpoint.files:
         path, key, offset = saved.path, saved.key, saved.offset
-        found = _locate(path, key, globbed, open_file)
+        try:
+            found = _locate(path, key, globbed, open_file)
+        except _FdExhausted:
+            pending.append(saved)  # there, but no descriptor to spare: keep its offset, retry later
+            continue
         if found is None:
-            warnings.append(f"{path}: gone while stopped; its unread bytes are lost")
+            unread = saved.unread()
+            if unread or saved.size is None:
+                lost["gone_while_stopped"] = lost.get("gone_while_stopped", 0) + unread
+                warnings.append(f"{path}: gone while stopped; its unread bytes are lost "
+                                f"({unread if saved.size is not None else 'unknown'} known)")
+            else:
+                log.debug("%s: gone while stopped, read to its end before (rotated away)", path)
             continue
         cur_path, fd, size = found
-        head = _pread(fd, min(fingerprint_bytes, size), 0)
-        tail = _read_tail(fd, offset) if size >= offset else b""
+        try:
+            head = _pread(fd, min(fingerprint_bytes, size), 0)
+            tail = _read_tail(fd, offset) if size >= offset else b""
+        except OSError as exc:
+            os.close(fd)
+            pending.append(saved)
+            warnings.append(f"{cur_path}: cannot read it to restore ({exc.strerror}); retrying later")
+            continue
         head_len = saved.head_len
         if head_len and (len(head) < head_len or _digest(head[:head_len]) != saved.head_hash):
             mismatches += 1
@@ -218,19 +291,27 @@ def _restore(
             problem = "rewritten while stopped"
         else:
             files[key] = _File(cur_path, fd, key, offset, head, tail, saved.skipping, now)
+            files[key].size = max(size, offset)
             if cur_path != path:
                 warnings.append(f"{path}: renamed to {cur_path} while stopped; following it")
             continue
+        unread = saved.unread()
+        if unread:
+            lost["truncated_unread"] = lost.get("truncated_unread", 0) + unread
         if offset > 0:
             retired.append(saved.retired())
         files[key] = _File(cur_path, fd, key, 0, head, b"", False, now)
         warnings.append(f"{cur_path}: {problem} (offset was {offset}); reading it from 0")
     for w in checkpoint.waiting:
-        found = _locate(w.path, w.key, globbed, open_file)
+        try:
+            found = _locate(w.path, w.key, globbed, open_file)
+        except _FdExhausted:
+            pending_waiting.append(w)
+            continue
         if found is None:
             continue
         if w.key in files or w.key in waiting:
             os.close(found.fd)
         else:
             waiting[w.key] = _Waiting(found.path, found.fd, w.key, now)
-    return _Restored(warnings, truncations, mismatches)
+    return _Restored(warnings, truncations, mismatches, lost, pending, pending_waiting)

@@ -7,6 +7,7 @@ Line rules and event types are in ``lines.py``, per-file records and raw reads i
 
 from __future__ import annotations
 
+import errno
 import glob
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any
 from exporter.sources.tail.files import (
     TAIL_BYTES,
     _digest,
+    _FdExhausted,
     _File,
     _is_compressed,
     _Key,
@@ -29,8 +31,8 @@ from exporter.sources.tail.files import (
     _Retired,
     _Waiting,
 )
-from exporter.sources.tail.lines import SKIP_REASONS, FileLag, TailEvent, TailStats, normalise_line
-from exporter.sources.tail.state import _decode, _encode, _restore
+from exporter.sources.tail.lines import LOST_REASONS, SKIP_REASONS, FileLag, TailEvent, TailStats, normalise_line
+from exporter.sources.tail.state import _Checkpoint, _decode, _encode, _restore, _Saved, _SavedWaiting
 from exporter.sources.tail.watch import _Watcher
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,19 @@ log = logging.getLogger(__name__)
 _CHUNK = 1 << 20
 _MAX_RETIRED = 32
 _UNLIMITED = sys.maxsize
+_NO_FDS = (errno.EMFILE, errno.ENFILE)
+
+
+def _fd_budget() -> int:
+    """At most half the process's descriptor limit: the HTTP server, the OTLP receiver,
+    watchdog and the checkpoint need descriptors too."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return _UNLIMITED
+    return _UNLIMITED if soft == resource.RLIM_INFINITY else max(8, soft // 2)
 
 
 class Tailer:
@@ -63,11 +78,12 @@ class Tailer:
         source_name: str = "jsonl",
         rotate_grace: float = 5.0,
         copy_settle: float = 2.0,
+        max_open_files: int = 256,
     ) -> None:
         if isinstance(patterns, str):
             raise TypeError("patterns must be a sequence of globs, not one string")
-        if max_line_bytes < 1 or fingerprint_bytes < 1:
-            raise ValueError("max_line_bytes and fingerprint_bytes must be positive")
+        if max_line_bytes < 1 or fingerprint_bytes < 1 or max_open_files < 1:
+            raise ValueError("max_line_bytes, fingerprint_bytes and max_open_files must be positive")
         self._patterns = tuple(patterns)
         self._max_line = max_line_bytes
         self._fp = fingerprint_bytes
@@ -82,6 +98,18 @@ class Tailer:
         self._closed = False
         self._watcher = _Watcher(self._patterns, use_watchdog, poll_interval)
         self._open_failed: set[str] = set()
+        self._max_open = min(max_open_files, _fd_budget())
+        self._compressed: dict[_Key, str] = {}  # matched, never lines: no descriptor kept
+        self._deferred: dict[_Key, tuple[str, int]] = {}  # matched, not opened yet (cap, EMFILE): path, size
+        self._pending: list[_Saved] = []  # restored entries not re-opened yet (EMFILE): retried each poll
+        self._pending_waiting: list[_SavedWaiting] = []
+        self._matched = 0  # regular files the globs matched at the last poll
+        self._warned_empty = False
+        self._opened_poll = 0  # opens that succeeded / failed in the last poll
+        self._failed_poll = 0
+        self._commit_hints = 0  # rotations, truncations, retirements: the sidecar checkpoints soon after
+        self._lost: dict[str, int] = dict.fromkeys(LOST_REASONS, 0)
+        self._pending_warned = False
         # counters
         self._lines = 0
         self._bytes = 0
@@ -108,16 +136,20 @@ class Tailer:
         now = self._clock()
         budget = _UNLIMITED if max_lines is None else max_lines
         out: list[TailEvent] = []
+        self._opened_poll = self._failed_poll = 0
+        if self._pending or self._pending_waiting:
+            self._retry_pending(now)
         self._discover(now)
         for f in list(self._files.values()):
             if budget <= 0:
                 break
-            if f.key in self._files:  # not closed meanwhile
+            if f.key in self._files and f.fd >= 0:  # not closed (nor parked) meanwhile
                 try:
                     budget = self._service(f, budget, out, now)
                 except OSError as exc:  # one unreadable file must not stop the others
                     self._read_error(f.path, exc)
         self._reap(now)
+        self._enforce_cap()
         if out:
             self._last_event = now
         return out
@@ -127,18 +159,112 @@ class Tailer:
             yield from sorted(glob.iglob(pattern, recursive=True))
 
     def _open(self, path: str) -> tuple[int, os.stat_result] | None:
+        """Open and fstat; None when missing or unreadable, ``_FdExhausted`` on EMFILE/ENFILE."""
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             return None
         except OSError as exc:
             self._open_errors += 1
+            self._failed_poll += 1
             if path not in self._open_failed:
                 self._open_failed.add(path)
                 log.warning("cannot open %s: %s", path, exc.strerror)
+            if exc.errno in _NO_FDS:
+                raise _FdExhausted(exc.errno, exc.strerror, path) from None
             return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)  # never leak the descriptor
+            raise
         self._open_failed.discard(path)
-        return fd, os.fstat(fd)
+        self._opened_poll += 1
+        return fd, st
+
+    def _open_files(self) -> int:
+        return sum(1 for f in self._files.values() if f.fd >= 0) + sum(
+            1 for w in self._waiting.values() if w.fd >= 0
+        )
+
+    def _make_room(self) -> bool:
+        """True when one more descriptor fits under max_open_files (parking an idle file if needed)."""
+        if self._open_files() < self._max_open:
+            return True
+        return self._park_one() or self._close_one_waiting()
+
+    def _park_one(self) -> bool:
+        """Close the least recently active idle file: read to its end, still in the globs."""
+        idle = [
+            f
+            for f in self._files.values()
+            if f.fd >= 0 and f.at_eof and not f.buf and f.orphan_since is None and not f.suspect
+        ]
+        if not idle:
+            return False
+        f = min(idle, key=lambda g: g.last_data)
+        try:
+            st = os.fstat(f.fd)
+        except OSError:
+            return False
+        f.stamp = (st.st_size, st.st_mtime_ns)
+        os.close(f.fd)
+        f.fd = -1
+        return True
+
+    def _close_one_waiting(self) -> bool:
+        for w in self._waiting.values():
+            if w.fd >= 0:
+                os.close(w.fd)
+                w.fd = -1
+                return True
+        return False
+
+    def _shrink_cap(self) -> None:
+        """EMFILE/ENFILE below max_open_files: hold fewer from now on, leaving some to the rest."""
+        held = self._open_files()
+        cap = max(1, held - 4)
+        if cap < self._max_open:
+            log.warning("source %s: out of file descriptors at %d open files; holding at most %d",
+                        self._source, held, cap)
+            self._max_open = cap
+            self._enforce_cap()
+
+    def _enforce_cap(self) -> None:
+        while self._open_files() > self._max_open and (self._park_one() or self._close_one_waiting()):
+            pass
+
+    def _reopen(self, path: str, key: _Key) -> int | None:
+        """A descriptor for the file with this identity at path, or None (gone, replaced, no room)."""
+        if not self._make_room():
+            return None
+        opened = self._open(path)
+        if opened is None:
+            return None
+        fd, fst = opened
+        if _key_of(fst) != key:  # another file has the name now
+            os.close(fd)
+            return None
+        return fd
+
+    def _lose(self, reason: str, nbytes: int) -> None:
+        if nbytes > 0:
+            self._lost[reason] = self._lost.get(reason, 0) + nbytes
+
+    def _retry_pending(self, now: float) -> None:
+        saved, waiting = self._pending, self._pending_waiting
+        self._pending, self._pending_waiting = [], []
+        restored = _restore(
+            _Checkpoint([], saved, waiting, {}),
+            self._files,
+            self._waiting,
+            self._retired,
+            list(self._globbed()),
+            self._open,
+            self._fp,
+            now,
+        )
+        self._absorb(restored)
 
     def _discover(self, now: float) -> None:
         seen: set[_Key] = set()
@@ -158,21 +284,49 @@ class Tailer:
                 if f.path != path:
                     if f.orphan_since is None:
                         self._rotations += 1
+                        self._commit_hints += 1
                     f.path = path
                 f.orphan_since = None
+                if f.fd < 0 and f.stamp != (st.st_size, st.st_mtime_ns):
+                    self._unpark(f, path)
                 continue
             w = self._waiting.get(key)
             if w is not None:
                 w.path = path
                 continue
-            opened = self._open(path)
+            if key in self._compressed:
+                continue
+            if not self._make_room():
+                self._deferred[key] = (path, st.st_size)
+                continue
+            try:
+                opened = self._open(path)
+            except _FdExhausted:
+                self._deferred[key] = (path, st.st_size)
+                self._shrink_cap()
+                continue
             if opened is None:
                 continue
             fd, fst = opened
             if _key_of(fst) != key:  # replaced between stat and open
                 os.close(fd)
                 continue
+            self._deferred.pop(key, None)
             self._waiting[key] = _Waiting(path, fd, key, now)
+        self._matched = len(seen)
+        if not seen and not self._files and not self._warned_empty:
+            self._warned_empty = True
+            log.warning("source %s: no file matches %s (yet)", self._source, ", ".join(self._patterns))
+        for key in [k for k in self._compressed if k not in seen]:
+            del self._compressed[key]
+        for key, (path, size) in list(self._deferred.items()):
+            if key not in seen:  # never opened, and gone: whatever it held was never read
+                del self._deferred[key]
+                self._lose("deleted_unread", size)
+                log.warning("%s: deleted before it could be opened; %d unread bytes lost", path, size)
+        for f in list(self._files.values()):
+            if f.fd < 0 and f.key not in seen:  # parked and gone from the globs: cannot follow it
+                self._forget_parked(f)
         for f in self._files.values():
             if f.key not in seen and f.orphan_since is None:
                 f.orphan_since = now
@@ -184,7 +338,10 @@ class Tailer:
                     self._deletions += 1
                 else:
                     self._rotations += 1
+                self._commit_hints += 1
         for w in list(self._waiting.values()):
+            if w.fd < 0 and not self._reopen_waiting(w, w.key in seen):
+                continue
             try:
                 if w.key in seen:
                     self._classify(w, now)
@@ -199,14 +356,60 @@ class Tailer:
             if f is not None:
                 f.orphan_since = now
             elif w.key in self._waiting:
-                os.close(self._waiting.pop(w.key).fd)
+                gone = self._waiting.pop(w.key)
+                if gone.fd >= 0:
+                    os.close(gone.fd)
+
+    def _unpark(self, f: _File, path: str) -> None:
+        """Reopen a parked file that changed; a different file under its name is not it."""
+        try:
+            fd = self._reopen(path, f.key)
+        except _FdExhausted:
+            return  # stays parked; tried again next poll
+        if fd is None:
+            return
+        f.fd = fd
+        f.stamp = None
+        f.at_eof = False
+
+    def _forget_parked(self, f: _File) -> None:
+        """A parked file left the globs (renamed out, or deleted): it cannot be followed."""
+        del self._files[f.key]
+        self._retire(f)
+        self._commit_hints += 1
+        size = f.stamp[0] if f.stamp else f.base
+        if size > f.base:
+            self._lose("deleted_unread", size - f.base)
+            log.warning("%s: closed while idle, then gone with %d unread bytes", f.path, size - f.base)
+        else:
+            log.debug("%s: closed while idle, now gone from the globs (read to its end)", f.path)
+
+    def _reopen_waiting(self, w: _Waiting, in_globs: bool) -> bool:
+        """Give a closed waiting file its descriptor back; forget it when it is gone."""
+        fd: int | None = None
+        if in_globs:
+            try:
+                fd = self._reopen(w.path, w.key)
+            except _FdExhausted:
+                return False
+            if fd is None and self._open_files() >= self._max_open:
+                return False  # no room yet
+        if fd is None:
+            del self._waiting[w.key]  # gone (or replaced) before it was classified
+            return False
+        w.fd = fd
+        return True
 
     def _classify(self, w: _Waiting, now: float, *, final: bool = False) -> None:
         """Decide where a new file starts: 0, a retired offset, or not yet (unless final)."""
         size = os.fstat(w.fd).st_size
         head = _pread(w.fd, min(self._fp, size), 0)
         if _is_compressed(head):
-            return  # app.log.2.gz matched by the glob: never lines
+            # app.log.2.gz matched by the glob: never lines, and no descriptor kept for it
+            del self._waiting[w.key]
+            os.close(w.fd)
+            self._compressed[w.key] = w.path
+            return
         undecided = not head
         for r in self._retired:
             if r.matches(head):
@@ -229,7 +432,11 @@ class Tailer:
             h = f.head
             if h and head and (h.startswith(head) or head.startswith(h)):
                 if len(head) == len(h) == self._fp:
-                    return  # a copy of a followed file: its lines come from there
+                    # A copy of a followed file: its lines come from there. It may wait for ever:
+                    # it gives its descriptor back and is reopened (identity verified) to look again.
+                    os.close(w.fd)
+                    w.fd = -1
+                    return
                 undecided = True
         if undecided and not final and now - w.first_seen < self._settle:
             return
@@ -248,6 +455,7 @@ class Tailer:
 
     def _service(self, f: _File, budget: int, out: list[TailEvent], now: float) -> int:
         """Check one file for truncation, then read it; returns the budget left."""
+        known = f.size  # its size at the last poll: what a truncation now cuts off unread
         size = os.fstat(f.fd).st_size
         f.size = size
         truncated = size < f.base + len(f.buf)
@@ -262,27 +470,45 @@ class Tailer:
             if truncated:
                 self._fp_mismatches += 1
         if truncated:
-            budget = self._drain(f, budget, out, read=False, now=now)
+            budget = self._truncated(f, budget, out, now, known)
             if b"\n" in f.buf:
-                return budget  # buffered lines left over: finish them first
-            self._truncate(f, now)
-            for w in list(self._waiting.values()):
-                self._classify(w, now)
-                g = self._files.get(w.key)
-                if g is not None and budget > 0:
-                    budget = self._drain(g, budget, out, read=True, now=now)
+                return budget
         if budget > 0:
             budget = self._drain(f, budget, out, read=True, now=now)
-        if len(f.head) < self._fp and f.size > len(f.head):
-            # Read from 0 in this pass (new, or just truncated): take its head now. Left empty
-            # until a later poll, a copytruncate before that poll would retire nothing, and
-            # the copy would be read again from 0.
-            f.head = _pread(f.fd, min(self._fp, f.size), 0)
+            if f.suspect:
+                # Truncated and rewritten between the checks above and the read: what was read
+                # belongs to the new content at the old offset. _drain gave it back; read the
+                # new content from 0 instead (else its end is returned now and again from 0).
+                f.suspect = False
+                self._fp_mismatches += 1
+                budget = self._truncated(f, budget, out, now, known)
         return budget
 
-    def _truncate(self, f: _File, now: float) -> None:
+    def _truncated(self, f: _File, budget: int, out: list[TailEvent], now: float, known: int) -> int:
+        """Handle a truncation found in f: buffered lines first, then restart at 0."""
+        budget = self._drain(f, budget, out, read=False, now=now)
+        if b"\n" in f.buf:
+            return budget  # buffered lines left over: finish them first
+        self._truncate(f, now, known)
+        for w in list(self._waiting.values()):
+            if w.fd < 0 and not self._reopen_waiting(w, True):
+                continue
+            self._classify(w, now)
+            g = self._files.get(w.key)
+            if g is not None and budget > 0:
+                budget = self._drain(g, budget, out, read=True, now=now)
+        if budget > 0:
+            budget = self._drain(f, budget, out, read=True, now=now)
+        return budget
+
+    def _truncate(self, f: _File, now: float, known: int) -> None:
         self._truncations += 1
-        log.info("%s was truncated at offset %d; reading it from 0", f.path, f.base)
+        self._commit_hints += 1
+        # Bytes it held past what we returned (as far as we saw it): gone with the truncation,
+        # unless a copy inside the globs is adopted at the retired offset (copies_adopted).
+        unread = max(0, known - f.base)
+        self._lose("truncated_unread", unread)
+        log.info("%s was truncated at offset %d; reading it from 0 (%d bytes unread)", f.path, f.base, unread)
         self._retire(f)
         self._abandoned += len(f.buf)
         f.base = 0
@@ -297,12 +523,22 @@ class Tailer:
             self._retired.append(_Retired(f.head, len(f.head), _digest(f.head), f.base, len(f.tail), _digest(f.tail)))
 
     def _drain(self, f: _File, budget: int, out: list[TailEvent], *, read: bool, now: float) -> int:
-        """Return complete lines from f's buffer, reading on in chunks if read is set."""
+        """Return complete lines from f's buffer, reading on in chunks if read is set.
+
+        When it read anything it checks afterwards that the file is still the one it read
+        from (head, and the bytes before the first read position); if not, it gives back
+        everything of this call and sets ``f.suspect``.
+        """
         buf = f.buf
         base = f.base
         start = 0
         tail = f.tail
         skipping = f.skipping
+        n_out = len(out)
+        budget0 = budget
+        before = (tail + buf)[-TAIL_BYTES:]  # the bytes just before where reading starts
+        read_at = base + len(buf)
+        first = b""  # the head, when this call reads the file from 0
         path = f.path
         fd = f.fd
         maxlen = self._max_line
@@ -345,6 +581,8 @@ class Tailer:
                         if len(buf) - keep <= maxlen:
                             buf = buf[:keep]
                     break
+                if not nread and read_at == 0:
+                    first = data[: self._fp]
                 nread += len(data)
                 if start:
                     tail = (
@@ -380,6 +618,10 @@ class Tailer:
             append(TailEvent(path, line, lstart, base + start))
             budget -= 1
             lines += 1
+        if nread and not self._same_file(f, fd, first, before, read_at):
+            del out[n_out:]  # read from a newer generation of the file: give it all back
+            f.suspect = True
+            return budget0
         if start:
             tail = buf[start - TAIL_BYTES : start] if start >= TAIL_BYTES else (tail + buf[:start])[-TAIL_BYTES:]
         f.buf = buf[start:]
@@ -398,6 +640,22 @@ class Tailer:
         self._skipped["nul_bytes"] += nul_lines
         return budget
 
+    def _same_file(self, f: _File, fd: int, first: bytes, before: bytes, read_at: int) -> bool:
+        """After a read: the head and the bytes before the read position are still what we had.
+
+        Also refreshes a short head (a file read from 0 in this pass), so a copytruncate
+        before the next poll still retires the right head.
+        """
+        want = f.head or first
+        cur = _pread(fd, self._fp, 0)
+        if cur[: len(want)] != want:
+            return False
+        if before and _pread(fd, len(before), read_at - len(before)) != before:
+            return False
+        if len(f.head) < self._fp and len(cur) > len(f.head):
+            f.head = cur
+        return True
+
     def _reap(self, now: float) -> None:
         """Close files that left the globs once drained and quiet for rotate_grace."""
         for f in list(self._files.values()):
@@ -412,21 +670,34 @@ class Tailer:
                     len(f.buf),
                 )
                 self._abandoned += len(f.buf)
+                self._lose("unterminated", len(f.buf))
             self._retire(f)  # a copy of it (cp + rm across filesystems) resumes here
-            os.close(f.fd)
+            self._commit_hints += 1
+            if f.fd >= 0:
+                os.close(f.fd)
             del self._files[f.key]
 
     # ------------------------------------------------------------- state
 
     def state(self) -> dict[str, Any]:
         """Checkpoint: per file identity and the offset after the last returned line."""
-        return _encode(self._source, self._files.values(), self._retired, self._waiting.values())
+        return _encode(
+            self._source,
+            self._files.values(),
+            self._retired,
+            self._waiting.values(),
+            self._lost,
+            self._pending,
+            self._pending_waiting,
+        )
 
     def restore(self, state: dict[str, Any]) -> list[str]:
         """Resume from a checkpoint; returns warnings about files that changed meanwhile."""
         if self._started or self._files or self._waiting:
             raise RuntimeError("restore() must be called on a new tailer, before poll()")
         checkpoint = _decode(state)
+        for reason, nbytes in checkpoint.lost.items():  # the counter survives restarts
+            self._lost[reason] = self._lost.get(reason, 0) + nbytes
         restored = _restore(
             checkpoint,
             self._files,
@@ -437,9 +708,24 @@ class Tailer:
             self._fp,
             self._clock(),
         )
+        self._absorb(restored)
+        self._enforce_cap()
+        return restored.warnings
+
+    def _absorb(self, restored: Any) -> None:
         self._truncations += restored.truncations
         self._fp_mismatches += restored.fingerprint_mismatches
-        return restored.warnings
+        for reason, nbytes in restored.lost.items():
+            self._lose(reason, nbytes)
+        self._pending.extend(restored.pending)
+        self._pending_waiting.extend(restored.pending_waiting)
+        if restored.pending and not self._pending_warned:
+            self._pending_warned = True
+            log.warning("source %s: out of file descriptors; %d saved file(s) kept and retried",
+                        self._source, len(restored.pending))
+        if restored.warnings and self._started:
+            for warning in restored.warnings:
+                log.warning("source %s: %s", self._source, warning)
 
     # ------------------------------------------------------------- misc
 
@@ -465,7 +751,22 @@ class Tailer:
             files_waiting=len(self._waiting),
             last_event_time=self._last_event,
             files=files,
+            bytes_lost=dict(self._lost),
+            open_files=self._open_files(),
+            files_matched=self._matched,
         )
+
+    @property
+    def up(self) -> bool:
+        """False when the source has files but could open none of them (every open failing)."""
+        if self._open_files() or any(f.fd < 0 for f in self._files.values()):
+            return True
+        return not (self._failed_poll or self._pending or self._deferred)
+
+    @property
+    def commit_hints(self) -> int:
+        """Grows on each rotation, truncation, deletion or retirement: time for a checkpoint."""
+        return self._commit_hints
 
     def wait(self, timeout: float) -> None:
         """Block until a filesystem event or min(timeout, poll_interval) passes."""
@@ -476,9 +777,11 @@ class Tailer:
         self._closed = True
         self._watcher.stop()
         for f in self._files.values():
-            os.close(f.fd)
+            if f.fd >= 0:
+                os.close(f.fd)
         for w in self._waiting.values():
-            os.close(w.fd)
+            if w.fd >= 0:
+                os.close(w.fd)
         self._files.clear()
         self._waiting.clear()
 
