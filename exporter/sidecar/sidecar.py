@@ -20,19 +20,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import platform
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from exporter import __version__, catalog
+from exporter import __version__
 from exporter.engine.aggregate import Aggregates
-from exporter.engine.dedupe import DEFAULT_MAX_IDS, DedupeLedger
+from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
 from exporter.exposition.render import (
@@ -44,123 +42,22 @@ from exporter.exposition.render import (
     wants_openmetrics,
 )
 from exporter.exposition.server import Endpoints, MetricsServer
-from exporter.prices.table import PriceTable, PriceTableChanging, PriceTableError, load_price_table
-from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, Loaded, StateDirLock
-from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, SourceConfig, parse_listen
-from exporter.sources.formats.registry import LazyTextCounter, LineDecoder, make_line_decoder
+from exporter.prices.table import load_price_table
+from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, StateDirLock
+from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, parse_listen
+from exporter.sidecar.health import Health, health_samples, readiness
+from exporter.sidecar.price_reload import PriceReloader, describe_price_change
+from exporter.sidecar.sources import SourceRunner
+from exporter.sidecar.state import CHECKPOINT_SCHEMA, restore_state
+from exporter.sources.formats.registry import LazyTextCounter, make_line_decoder
 from exporter.sources.tail import Tailer
 
 log = logging.getLogger("exporter.sidecar.sidecar")
-CHECKPOINT_SCHEMA = "llm-savings-exporter/checkpoint/v1"
-PRICE_CHECK_SECONDS = 2.0
 # A rotation, truncation or retired file asks for a checkpoint at most this often (besides the
 # interval), so a crash loop cannot fall behind logrotate's retention (issue 13 item 1).
 EXTRA_CHECKPOINT_SECONDS = 1.0
-# Rejected lines logged (source, file, byte offset, reason; never the line) per source and minute.
-REJECT_LOGS_PER_MINUTE = 10
 INGEST_PASS_LINES = 20_000  # lines per ingest pass (per source)
 FIRST_PASS_LINES = 2_000  # the first pass after start-up: its checkpoint commits the restore soon
-
-
-def restore_state(loaded: Loaded, window_days: float,
-                  max_ids: int = DEFAULT_MAX_IDS) -> tuple[Aggregates, DedupeLedger]:
-    """Aggregates and ledger from a verified checkpoint; a malformed body is a CheckpointError.
-
-    The sha256 rules out corruption, so a body that does not restore was written by
-    another version or by hand: refuse with the file's name rather than a traceback
-    (found by tests/fuzz, target checkpoint_state)."""
-    try:
-        return (Aggregates.from_state(loaded.body["aggregates"]),
-                DedupeLedger.from_state(window_days, loaded.blobs, max_ids))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as exc:
-        raise CheckpointError(f"{loaded.path}: checkpoint body does not restore "
-                              f"({type(exc).__name__}: {str(exc)[:200]})") from None
-
-
-@dataclass
-class SourceRunner:
-    """One configured source: its tailer and how its lines become records."""
-
-    config: SourceConfig
-    tailer: Tailer
-    decoder: LineDecoder | None
-    last_record_wall: float | None = None
-    error: str | None = None
-    reject_log: RejectLog = field(default_factory=lambda: RejectLog())
-
-    def pump(self, pipeline: Pipeline, max_lines: int, wall: float) -> int:
-        events = self.tailer.poll(max_lines)
-        name = self.config.name
-        rejected = pipeline.aggregates.rejected  # (month, reason) -> count: a handful of keys
-        seen = sum(rejected.values())
-        before = dict(rejected)
-        for event in events:
-            # The tailer's offsets already include this batch: one line that fails must
-            # not cost the lines after it, so a failure is contained and counted here.
-            try:
-                if event.skipped is not None:
-                    pipeline.reject(event.skipped, name)
-                elif self.decoder is not None:
-                    pipeline.ingest_line(event.line, name, self.decoder.decode_line)
-                else:
-                    self._otlp_line(pipeline, event.line)
-            except Exception as exc:  # never the line's text in the log: type and place only
-                log.error("source %s: %s at %s offset %d; counted as internal_error",
-                          name, type(exc).__name__, event.path, event.offset)
-                pipeline.reject("internal_error", name)
-            now_rejected = sum(rejected.values())
-            if now_rejected != seen:  # this line was rejected: say where (file, offset), never what
-                reason = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
-                self.reject_log.note(name, event.path, event.offset, reason, wall)
-                seen, before = now_rejected, dict(rejected)
-        if events:
-            self.last_record_wall = wall
-        return len(events)
-
-    def _otlp_line(self, pipeline: Pipeline, line: bytes) -> None:
-        from exporter.sources.otlp.file import records_from_otlp_json_line
-
-        records, reasons = records_from_otlp_json_line(line)
-        for record in records:
-            pipeline.ingest_object(record, self.config.name)
-        for reason in reasons:
-            pipeline.reject(reason, self.config.name)
-
-
-@dataclass
-class RejectLog:
-    """Logs rejected lines by place (source, file, byte offset) and reason, at most
-    REJECT_LOGS_PER_MINUTE per source and minute, then one summary of the rest. The line's
-    content never reaches the log (it may hold prompt text)."""
-
-    window_start: float = 0.0
-    logged: int = 0
-    suppressed: int = 0
-    total: int = 0
-
-    def note(self, source: str, path: str, offset: int, reason: str, wall: float) -> None:
-        self.total += 1
-        if wall - self.window_start >= 60.0:
-            if self.suppressed:
-                log.warning("source %s: %d more rejected line(s) in the last minute not logged",
-                            source, self.suppressed)
-            self.window_start, self.logged, self.suppressed = wall, 0, 0
-        if self.logged < REJECT_LOGS_PER_MINUTE:
-            self.logged += 1
-            log.warning("source %s: rejected line at %s byte offset %d: %s", source, path, offset, reason)
-        else:
-            self.suppressed += 1
-
-
-@dataclass
-class Health:
-    checkpoint_writes: int = 0
-    checkpoint_failures: int = 0
-    consecutive_checkpoint_failures: int = 0  # reset by a success; /readyz fails past a threshold
-    last_checkpoint_error: str | None = None
-    last_checkpoint_wall: float | None = None
-    price_reloads: dict[str, int] = field(default_factory=lambda: {"success": 0, "error": 0})
-    last_price_error: str | None = None
 
 
 class Sidecar:
@@ -174,11 +71,7 @@ class Sidecar:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.prices = load_price_table(config.prices)  # refuse to start on a bad table
-        self._price_stamp = self._stat_prices()
-        self._price_checked = monotonic()
-        self._price_event = threading.Event()
-        self._price_force = False  # a reload was asked for (SIGHUP) and has not been applied yet
-        self._price_retry = False  # the table was being written: look again at the next pass
+        self.reloader = PriceReloader(config.prices, config.price_settle_seconds, self.health, monotonic())
         self._reload_requested = threading.Event()  # set by SIGHUP, served by the ingest loop
         self._render_lock = threading.Lock()  # one render at a time: frames apply in the order taken
         self.lock = StateDirLock(config.state_dir)
@@ -324,46 +217,10 @@ class Sidecar:
             dropped = self.pipeline.aggregates.drop_months_before(oldest)
             log.info("dropped %d month(s) older than %s", dropped, oldest)
 
-    def _stat_prices(self) -> tuple[int, int, int] | None:
-        if self.config.prices is None:
-            return None
-        try:
-            st = os.stat(self.config.prices)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
-
     def check_prices(self, force: bool = False) -> None:
-        """Hot reload: a valid changed table applies from now on; a bad one is refused, the old stays.
-
-        ``force`` (SIGHUP) reloads even when the file looks unchanged. A file that
-        changes while it is read (written in place) is neither applied nor counted
-        as an error: it is retried at the next pass until it holds still.
-        """
-        if self.config.prices is None:
-            return
-        if force:
-            self._price_force = True
-        stamp = self._stat_prices()
-        if not (self._price_force or self._price_retry) and stamp == self._price_stamp:
-            return
-        try:
-            table = load_price_table(self.config.prices, settle_seconds=self.config.price_settle_seconds)
-        except PriceTableChanging as exc:
-            if not self._price_retry:
-                log.info("%s", exc)
-            self._price_retry = True
-            return
-        except PriceTableError as exc:
-            self._price_stamp, self._price_retry, self._price_force = stamp, False, False
-            self.health.price_reloads["error"] += 1
-            self.health.last_price_error = str(exc)
-            log.error("price table reload refused, keeping version set %s: %s", self.prices.sha256[:12], exc)
-            return
-        self._price_stamp, self._price_retry, forced, self._price_force = stamp, False, self._price_force, False
-        if table.sha256 == self.prices.sha256:
-            if forced:
-                log.info("price table reload: unchanged (sha256 %s)", table.sha256[:12])
+        """Hot reload: a valid changed table applies from now on; a bad one is refused, the old stays."""
+        table = self.reloader.check(self.prices, force)
+        if table is None:
             return
         old = self.prices
         with self.pipeline.lock:
@@ -372,26 +229,6 @@ class Sidecar:
         self.health.price_reloads["success"] += 1
         self.health.last_price_error = None
         log.info("price table reloaded: %s", describe_price_change(old, table))
-
-    def _watch_prices(self) -> Any:
-        if self.config.prices is None:
-            return None
-        try:
-            from watchdog.events import FileSystemEvent, FileSystemEventHandler
-            from watchdog.observers import Observer
-        except ImportError:  # pragma: no cover - watchdog is a base dependency
-            return None
-        event_flag = self._price_event
-
-        class _Handler(FileSystemEventHandler):
-            def on_any_event(self, event: FileSystemEvent) -> None:
-                event_flag.set()
-
-        observer = Observer()
-        observer.schedule(_Handler(), str(Path(self.config.prices).resolve().parent), recursive=False)
-        observer.daemon = True
-        observer.start()
-        return observer
 
     def _commit_hints(self) -> int:
         return sum(r.tailer.commit_hints for r in self.sources)
@@ -422,12 +259,11 @@ class Sidecar:
                 now = self.monotonic()
                 if self._reload_requested.is_set():
                     self._reload_requested.clear()
-                    self._price_checked = now
+                    self.reloader.checked = now
                     self.check_prices(force=True)
-                elif (self._price_event.is_set() or self._price_retry
-                      or now - self._price_checked >= PRICE_CHECK_SECONDS):
-                    self._price_event.clear()
-                    self._price_checked = now
+                elif self.reloader.due(now):
+                    self.reloader.event.clear()
+                    self.reloader.checked = now
                     self.check_prices()
                 if self.checkpoint_due(now, last_checkpoint, hints, catching_up=consumed >= cap):
                     pending = self._commit_hints()
@@ -449,7 +285,7 @@ class Sidecar:
         self.server.start()
         if self.receiver is not None:
             self.receiver.start()
-        self._observer = self._watch_prices()
+        self._observer = self.reloader.watch()
         if self.config.otlp_push.enabled:
             from exporter.exposition.otlp_push import start_push
 
@@ -494,7 +330,7 @@ class Sidecar:
     def request_price_reload(self) -> None:
         """What SIGHUP does: the ingest loop reloads the price table at its next pass."""
         self._reload_requested.set()
-        self._price_event.set()
+        self.reloader.event.set()
 
     def run_until_signalled(self) -> int:
         """Serve until SIGTERM or SIGINT; SIGHUP reloads the price table. 0 when the final checkpoint landed."""
@@ -519,22 +355,7 @@ class Sidecar:
 
     # --- what the HTTP server serves -------------------------------------------
     def readiness(self) -> tuple[bool, str]:
-        """Ready unless starting, checkpoints keep failing, or a file source can open none of its files."""
-        if not self.ready:
-            return False, "starting"
-        problems: list[str] = []
-        failures = self.health.consecutive_checkpoint_failures
-        if failures >= self.config.readiness_checkpoint_failures:
-            problems.append(f"checkpoint failed {failures} times in a row in {self.config.state_dir}: "
-                            f"{self.health.last_checkpoint_error}")
-        with self.pipeline.lock:
-            for runner in self.sources:
-                why = source_problem(runner)
-                if why:
-                    problems.append(f"source {runner.config.name}: {why}")
-        if problems:
-            return False, "not ready: " + "; ".join(problems)
-        return True, "ready"
+        return readiness(self)
 
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
         """One consistent scrape: health and aggregates copied at the same instant, rendered outside the lock."""
@@ -555,6 +376,9 @@ class Sidecar:
                 frame = self.exposition.take(self.pipeline.aggregates)
             yield self.exposition.series_of(frame, health)
 
+    def health_samples(self) -> list[HealthSample]:
+        return health_samples(self)
+
     def summary(self) -> dict[str, Any]:
         with self.pipeline.lock:
             months = self.pipeline.aggregates.month_totals()
@@ -562,77 +386,7 @@ class Sidecar:
         totals = months.get(current, {})
         return {"month": current, **totals}
 
-    def health_samples(self) -> list[HealthSample]:
-        now = self.wall()
-        samples: list[HealthSample] = [
-            HealthSample(catalog.BUILD_INFO, (__version__, platform.python_version()), 1),
-            HealthSample(catalog.PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS, (),
-                         self.prices.newest.effective_from),
-            HealthSample(catalog.CHECKPOINT_WRITES_TOTAL, (), self.health.checkpoint_writes),
-            HealthSample(catalog.CHECKPOINT_FAILURES_TOTAL, (), self.health.checkpoint_failures),
-            HealthSample(catalog.DEDUPE_LEDGER_IDS, (), len(self.pipeline.ledger)),
-            HealthSample(catalog.DEDUPE_EVICTED_IDS_TOTAL, (), self.pipeline.ledger.evicted),
-            HealthSample(catalog.LAST_RECORD_TIMESTAMP_SECONDS, (), self.pipeline.aggregates.newest_ts),
-        ]
-        for version in self.prices.versions:
-            info = (version.version, version.effective_from_text, self.prices.sha256)
-            samples.append(HealthSample(catalog.PRICE_TABLE_INFO, info, 1))
-        if self.health.last_checkpoint_wall is not None:
-            age = max(0.0, now - self.health.last_checkpoint_wall)
-            samples.append(HealthSample(catalog.CHECKPOINT_AGE_SECONDS, (), age))
-        for result, count in sorted(self.health.price_reloads.items()):
-            samples.append(HealthSample(catalog.PRICE_TABLE_RELOADS_TOTAL, (result,), count))
-        for cap in self.pipeline.caps.all():
-            samples.append(HealthSample(catalog.LABEL_OVERFLOW_TOTAL, (cap.name,), cap.overflow))
-        counter = self.counter.loaded
-        fallbacks = getattr(counter, "fallbacks", 0) if counter is not None else 0
-        samples.append(HealthSample(catalog.TOKEN_COUNT_FALLBACKS_TOTAL, ("encoding_unavailable",), fallbacks))
-        for runner in self.sources:
-            stats = runner.tailer.stats()
-            name = runner.config.name
-            samples += [
-                HealthSample(catalog.SOURCE_LINES_READ_TOTAL, (name,), stats.lines_read),
-                HealthSample(catalog.SOURCE_BYTES_READ_TOTAL, (name,), stats.bytes_read),
-                HealthSample(catalog.SOURCE_BYTES_BEHIND, (name,), stats.bytes_behind),
-                HealthSample(catalog.SOURCE_UP, (name,), 0 if runner.error or not runner.tailer.up else 1),
-                HealthSample(catalog.SOURCE_OPEN_FILES, (name,), stats.open_files),
-                HealthSample(catalog.SOURCE_FILES, (name,), stats.files_matched),
-            ]
-            for reason, lost in sorted(stats.bytes_lost.items()):
-                samples.append(HealthSample(catalog.SOURCE_BYTES_LOST_TOTAL, (name, reason), lost))
-            if runner.last_record_wall is not None:
-                samples.append(HealthSample(catalog.SOURCE_LAST_EVENT_TIMESTAMP_SECONDS, (name,),
-                                            runner.last_record_wall))
-        if self.receiver is not None:
-            snap = self.receiver.stats.snapshot()
-            for code, count in sorted(snap["requests"].items()):
-                samples.append(HealthSample(catalog.OTLP_REQUESTS_TOTAL, (str(code),), count))
-            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("accepted",), snap["spans_accepted"]))
-            rejected, ignored = sum(snap["spans_rejected"].values()), sum(snap["spans_ignored"].values())
-            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("rejected",), rejected))
-            samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
-            samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))
-        return samples
 
-
-def source_problem(runner: SourceRunner) -> str | None:
-    """Why a file source is not working, or None: its last error, or no file it can open."""
-    if runner.error:
-        return runner.error
-    stats = runner.tailer.stats()
-    if stats.open_errors and not stats.files_followed and not stats.files_waiting:
-        return f"can open none of its files ({stats.open_errors} open errors; see the log)"
-    return None
-
-
-def describe_price_change(old: PriceTable, new: PriceTable) -> str:
-    """What a reload changed, for the log: versions added and removed, sha256 old -> new."""
-    before = {v.version for v in old.versions}
-    after = {v.version for v in new.versions}
-    added, removed = sorted(after - before), sorted(before - after)
-    return (f"versions added {added or 'none'}, removed {removed or 'none'}, "
-            f"{len(new.versions)} in force (newest {new.newest.version}); "
-            f"sha256 {old.sha256[:12]} -> {new.sha256[:12]}")
 
 
 __all__ = ["Sidecar"]

@@ -50,7 +50,7 @@ from exporter.engine.usage import Usage, UsageError, normalise_usage
 from exporter.prices.table import PriceTableError, parse_price_table
 from exporter.sidecar import checkpoint
 from exporter.sidecar.config import Config, ConfigError, load_config
-from exporter.sidecar.sidecar import restore_state
+from exporter.sidecar.state import restore_state
 from exporter.sources.otlp.file import records_from_otlp_json_line
 from exporter.sources.otlp.mapping import (
     IGNORE_REASONS,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import exporter.sidecar.checkpoint as checkpoint_module
-import exporter.sidecar.sidecar as sidecar_module
+import exporter.sidecar.price_reload as price_reload_module
 from exporter.exposition.server import accepts_gzip
 from exporter.prices.table import PriceTableChanging, load_price_table
 from exporter.sidecar.checkpoint import StateDirLock, StateDirLocked
@@ -278,7 +278,7 @@ def test_a_table_written_in_two_halves_is_retried_never_applied_half(tmp_path: P
                     f.write(halves.pop())
         return load_price_table(path, settle_seconds, writer)
 
-    monkeypatch.setattr(sidecar_module, "load_price_table", load_while_writing)
+    monkeypatch.setattr(price_reload_module, "load_price_table", load_while_writing)
     try:
         prices.write_text(HALF_1)  # the writer has written its first half...
         sidecar.check_prices(force=True)  # ...and a SIGHUP reload comes in between
