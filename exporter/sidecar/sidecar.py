@@ -180,8 +180,13 @@ class Sidecar:
             with self.pipeline.lock:
                 self.pipeline.reject(reason, source, ts)
 
-        return OtlpReceiver(sink, host, port, max_body_bytes=self.config.otlp.max_body_bytes,
-                            queue_size=self.config.otlp.queue_size, bearer_token=token, reject=reject)
+        otlp = self.config.otlp
+        return OtlpReceiver(sink, host, port, max_body_bytes=otlp.max_body_bytes,
+                            queue_size=otlp.queue_size, bearer_token=token, reject=reject,
+                            max_inflight_bytes=otlp.max_inflight_bytes,
+                            max_connections=otlp.max_connections,
+                            request_timeout=otlp.request_timeout_seconds,
+                            idle_timeout=otlp.idle_timeout_seconds)
 
     @property
     def port(self) -> int:
@@ -429,6 +434,10 @@ class Sidecar:
             rejected, ignored = sum(snap["spans_rejected"].values()), sum(snap["spans_ignored"].values())
             samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("rejected",), rejected))
             samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
+            for reason, count in snap["refused"].items():
+                samples.append(HealthSample(catalog.OTLP_REFUSED_TOTAL, (reason,), count))
+            samples.append(HealthSample(catalog.OTLP_INFLIGHT_BYTES, (), snap["inflight_bytes"]))
+            samples.append(HealthSample(catalog.OTLP_CONNECTIONS, (), snap["connections"]))
             samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))
         return samples
 

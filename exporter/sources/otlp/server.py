@@ -1,23 +1,43 @@
-"""The OTLP/HTTP server: one thread per connection, bounded, with a slow-client reaper.
+"""The OTLP/HTTP server: one thread per connection, a connection cap that sheds idle ones first.
 
 ``POST /v1/traces`` only; the status codes it answers are the package's
-contract (``exporter.sources.otlp``). Handlers (at most ``max_threads``, each
-connection one thread) read the body (``exporter.sources.otlp.body``), decode
-and map it, and hand the result to the receiver's queue
-(``OtlpReceiver.enqueue``). Slow clients: every socket read times out after
-``idle_timeout`` and a reaper closes any connection whose request (headers
-and body) is not in after ``request_timeout``, so a client trickling one byte
-at a time cannot hold a thread. No span content is logged.
+contract (``exporter.sources.otlp``). Handlers (one thread per connection,
+at most ``max_connections`` connections) read the body
+(``exporter.sources.otlp.body``), decode and map it, and hand the result to
+the receiver's queue (``OtlpReceiver.enqueue``). No span content is logged.
+
+Limits, each counted in ``ReceiverStats.refused`` by reason:
+
+- memory: a request reserves its bytes (body, inflated body, decode working
+  set) from the in-flight ``ByteBudget`` before reading them; over it, 503 +
+  ``Retry-After`` and the unread body is drained, not kept (``memory_budget``).
+- deadlines, enforced on every read (``_DeadlineReader``), so trickling bytes
+  do not extend them: a connection waiting for its next request is closed
+  after ``idle_timeout`` (``idle_timeout``); a request whose headers and body
+  are not in ``request_timeout`` after its first byte, or that stalls for
+  ``idle_timeout``, is cut (``slow_sender``).
+- connections: at ``max_connections`` a new connection first evicts the
+  longest-idle keep-alive connection (``evicted_idle``), else the slowest
+  request still being received after ``SHED_AFTER_SECONDS``
+  (``evicted_slow``), else it gets 503 + ``Retry-After`` (``connections``).
+  A connection whose request is in and being worked on is never evicted.
+
+Responses go out in one ``sendall`` (headers and body together) on sockets
+with ``TCP_NODELAY``, so a keep-alive request does not wait for Nagle and the
+peer's delayed ACK.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import logging
+import math
 import socket
 import socketserver
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +46,16 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from exporter.sources.otlp.body import (
+    DECODE_FACTOR,
     GZIP_WBITS,
     ZLIB_WBITS,
     BadBody,
     BodyTooLarge,
+    ByteBudget,
     LengthRequired,
+    OverBudget,
+    Reservation,
+    declared_length,
     inflate_capped,
     read_body,
 )
@@ -55,15 +80,43 @@ TRACES_PATH = "/v1/traces"
 CT_PROTOBUF = "application/x-protobuf"
 CT_JSON = "application/json"
 
+# Why a request was refused or a connection cut (the bounded `reason` label).
+REFUSAL_REASONS = (
+    "memory_budget",  # 503: the in-flight byte budget could not cover the request
+    "queue_full",  # 429: the queue to the pipeline thread is full
+    "stopping",  # 503: the receiver is shutting down
+    "connections",  # 503: at max_connections with nothing to evict
+    "evicted_idle",  # an idle keep-alive connection closed to make room at the cap
+    "evicted_slow",  # the slowest incomplete request cut to make room at the cap
+    "slow_sender",  # request not in within request_timeout, or stalled for idle_timeout
+    "idle_timeout",  # keep-alive connection idle for idle_timeout
+)
+SHED_AFTER_SECONDS = 1.0  # a request still arriving after this long may be evicted at the cap
+
 # HTTP status -> google.rpc.Code for error bodies.
 _RPC_CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
 _SKIP_BODY_BYTES = 1 << 20  # an early error still reads a body this small
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 8 << 20
+_READ_BUFFER = 1 << 16
+_IDLE, _READING, _WORKING = "idle", "reading", "working"
+
+
+@dataclass(eq=False)
+class _Conn:
+    """One connection's phase and deadline; guarded by ``TraceServer._lock``."""
+
+    sock: socket.socket
+    phase: str
+    since: float  # when the phase began
+    deadline: float
+    received: int = 0  # bytes of the current request
+    evicted: bool = False
+    cut: str | None = None  # the refusal reason of a deadline that passed
 
 
 class TraceServer(HTTPServer):
-    """HTTPServer with a bounded thread pool per connection and a slow-client reaper."""
+    """HTTPServer with one thread per connection, a connection cap and per-connection deadlines."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -71,9 +124,9 @@ class TraceServer(HTTPServer):
 
     def __init__(self, receiver: OtlpReceiver, address: tuple[str, int]) -> None:
         self.receiver = receiver
-        self._slots = threading.BoundedSemaphore(receiver.max_threads)
-        self._deadlines: dict[socket.socket, float] = {}
-        self._deadlines_lock = threading.Lock()
+        self.budget = ByteBudget(receiver.max_inflight_bytes)
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
@@ -83,16 +136,44 @@ class TraceServer(HTTPServer):
         self.server_name = str(host)
         self.server_port = int(port)
 
-    # -- bounded threads
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._conns)
+
+    def sockets(self) -> list[socket.socket]:
+        """The accepted sockets open now (tests read their options)."""
+        with self._lock:
+            return list(self._conns)
+
+    # -- the connection cap
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(timeout=0.01):
-            self.receiver.stats.add("connections_refused")
-            self.receiver.stats.status(503)
+        receiver = self.receiver
+        now = receiver.clock()
+        victim: _Conn | None = None
+        with self._lock:
+            if len(self._conns) >= receiver.max_connections:
+                victim = self._victim(now)
+                if victim is not None:
+                    victim.evicted = True
+                    del self._conns[victim.sock]
+            if victim is not None or len(self._conns) < receiver.max_connections:
+                conn = _Conn(request, _IDLE, now, now + receiver.idle_timeout)
+                self._conns[request] = conn
+            else:
+                conn = None
+        if victim is not None:
+            receiver.stats.refuse("evicted_idle" if victim.phase == _IDLE else "evicted_slow")
+            with contextlib.suppress(OSError):
+                victim.sock.shutdown(socket.SHUT_RDWR)
+        if conn is None:
+            receiver.stats.refuse("connections")
+            receiver.stats.status(503)
             try:
                 request.settimeout(1.0)
                 request.sendall(
                     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: "
-                    + str(self.receiver.retry_after).encode()
+                    + str(receiver.retry_after).encode()
                     + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 )
             except OSError:
@@ -102,35 +183,90 @@ class TraceServer(HTTPServer):
         thread = threading.Thread(target=self._work, args=(request, client_address), daemon=True)
         thread.start()
 
+    def _victim(self, now: float) -> _Conn | None:
+        """The longest-idle connection, else the slowest request arriving for a while."""
+        idle = [c for c in self._conns.values() if c.phase == _IDLE]
+        if idle:
+            return min(idle, key=lambda c: c.since)
+        slow = [
+            c
+            for c in self._conns.values()
+            if c.phase == _READING and now - c.since >= SHED_AFTER_SECONDS
+        ]
+        if slow:
+            return min(slow, key=lambda c: c.received / max(now - c.since, 1e-9))
+        return None
+
+    def conn(self, request: socket.socket) -> _Conn:
+        with self._lock:
+            found = self._conns.get(request)
+        if found is None:  # evicted before its thread started
+            now = self.receiver.clock()
+            return _Conn(request, _IDLE, now, now, evicted=True)
+        return found
+
+    def phase(self, conn: _Conn, phase: str) -> None:
+        """Enter ``phase``: idle and reading get their deadline, working none."""
+        now = self.receiver.clock()
+        with self._lock:
+            conn.phase, conn.since, conn.received = phase, now, 0
+            if phase == _IDLE:
+                conn.deadline = now + self.receiver.idle_timeout
+            elif phase == _READING:
+                conn.deadline = now + self.receiver.request_timeout
+            else:
+                conn.deadline = math.inf
+
     def _work(self, request: Any, client_address: Any) -> None:
         try:
             self.finish_request(request, client_address)
-        except Exception:  # a handler bug must not kill the slot
+        except Exception:  # a handler bug must not leak the connection
             log.exception("OTLP handler failed")
         finally:
+            with self._lock:
+                self._conns.pop(request, None)
             self.shutdown_request(request)
-            self._slots.release()
 
-    # -- deadlines
-    def watch(self, conn: socket.socket, seconds: float) -> None:
-        with self._deadlines_lock:
-            self._deadlines[conn] = self.receiver.clock() + seconds
 
-    def unwatch(self, conn: socket.socket) -> None:
-        with self._deadlines_lock:
-            self._deadlines.pop(conn, None)
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reads, each bounded by the connection's deadline (and stall timeout).
 
-    def reap(self) -> int:
-        """Close connections past their deadline; returns how many."""
-        now = self.receiver.clock()
-        with self._deadlines_lock:
-            overdue = [conn for conn, deadline in self._deadlines.items() if deadline <= now]
-            for conn in overdue:
-                del self._deadlines[conn]
-        for conn in overdue:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        return len(overdue)
+    The first byte of a request moves the connection from idle to reading, so
+    the request deadline runs from there; a deadline that has passed raises
+    ``TimeoutError`` before any further read, however slowly the bytes trickle.
+    """
+
+    def __init__(self, server: TraceServer, conn: _Conn) -> None:
+        super().__init__()
+        self._server = server
+        self._conn = conn
+        self._sock = conn.sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        server, conn = self._server, self._conn
+        remaining = conn.deadline - server.receiver.clock()
+        if conn.phase == _READING:
+            remaining = min(remaining, server.receiver.idle_timeout)
+        if remaining <= 0 or conn.evicted:
+            return self._expired()
+        self._sock.settimeout(remaining)
+        try:
+            n = self._sock.recv_into(buffer)
+        except TimeoutError:
+            return self._expired()
+        if n and conn.phase == _IDLE:
+            server.phase(conn, _READING)
+        conn.received += n
+        return n
+
+    def _expired(self) -> int:
+        conn = self._conn
+        if not conn.evicted:
+            conn.cut = "idle_timeout" if conn.phase == _IDLE else "slow_sender"
+        raise TimeoutError("connection deadline passed")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -138,20 +274,29 @@ class _Handler(BaseHTTPRequestHandler):
     server: TraceServer
     server_version = "llm-savings-exporter"
     sys_version = ""
+    _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's, joined with the body in _reply
 
     def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.receiver.idle_timeout)
+        self.connection = self.request
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.conn = self.server.conn(self.request)
+        self.rfile = io.BufferedReader(_DeadlineReader(self.server, self.conn), _READ_BUFFER)
+        self.wfile = socketserver._SocketWriter(self.connection)  # type: ignore[attr-defined]
 
     def handle_one_request(self) -> None:
         self._linger = False
-        self.server.watch(self.connection, self.server.receiver.request_timeout)
+        self.server.phase(self.conn, _IDLE)
         try:
             super().handle_one_request()
             if self._linger:
                 self._linger_close()
+        except OSError:  # a deadline passed mid-body, or the peer went away
+            self.close_connection = True
         finally:
-            self.server.unwatch(self.connection)
+            if self.conn.cut is not None:
+                self.server.receiver.stats.refuse(self.conn.cut)
+                self.conn.cut = None
+                self.close_connection = True
 
     def handle_expect_100(self) -> bool:
         """Answer ``Expect: 100-continue`` with 413 at once when the declared body is too big."""
@@ -173,6 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(
         self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None
     ) -> None:
+        """Status line, headers and body in one ``sendall`` (no Nagle wait between them)."""
         self.server.receiver.stats.status(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -181,9 +327,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        head = b"".join(self._headers_buffer) + b"\r\n"
+        self._headers_buffer = []
+        self.connection.settimeout(self.server.receiver.idle_timeout)
+        self.wfile.write(head if self.command == "HEAD" else head + body)
 
     def _error(
         self,
@@ -202,19 +349,25 @@ class _Handler(BaseHTTPRequestHandler):
             body = _RpcStatus(code=code, message=message).SerializeToString()
             self._reply(status, body, CT_PROTOBUF, extra)
 
+    def _drain(self, length: int) -> bool:
+        """Read and drop ``length`` body bytes (a fixed buffer, never the body); False on EOF."""
+        scratch = bytearray(_READ_BUFFER)
+        view = memoryview(scratch)
+        while length > 0:
+            got = self.rfile.readinto(view[: min(length, _READ_BUFFER)])
+            if not got:
+                return False
+            length -= got
+        return True
+
     def _skip_body(self) -> None:
         """Before an early error: read a small unread body so the connection stays usable.
 
         A large, chunked or unframed one is not read; the connection closes with
         a short linger so the client still sees the response, not a reset.
         """
-        length_header = self.headers.get("Content-Length")
-        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
-        try:
-            length = int(length_header) if length_header is not None and not chunked else -1
-        except ValueError:
-            length = -1
-        if 0 <= length <= _SKIP_BODY_BYTES and len(self.rfile.read(length)) == length:
+        length = declared_length(self.headers)
+        if length is not None and length <= _SKIP_BODY_BYTES and self._drain(length):
             return
         self.close_connection = True
         self._linger = True
@@ -274,8 +427,29 @@ class _Handler(BaseHTTPRequestHandler):
                 415, "Content-Encoding must be gzip, deflate or identity", as_json, close=False
             )
             return
+        with self.server.budget.reservation() as reservation:
+            self._receive(reservation, encoding, as_json)
+
+    def _receive(self, reservation: Reservation, encoding: str, as_json: bool) -> None:
+        """Reserve, read, inflate, decode, map and enqueue one request body."""
+        receiver = self.server.receiver
+        identity = encoding == "identity"
+        length = declared_length(self.headers)
+        if length is not None and length <= receiver.max_body_bytes:
+            try:  # before reading: the body, and for identity its decode working set too
+                reservation.grow(length * (1 + DECODE_FACTOR) if identity else length)
+            except OverBudget:
+                if not self._drain(length):
+                    self.close_connection = True
+                    return
+                self._over_budget(as_json, close=False)
+                return
         try:
-            raw = read_body(self.headers, self.rfile, receiver.max_body_bytes)
+            raw = read_body(self.headers, self.rfile, receiver.max_body_bytes, reservation)
+        except OverBudget:  # a chunked body grew past the budget: stop reading it
+            self._linger = True
+            self._over_budget(as_json, close=True)
+            return
         except BodyTooLarge:
             self._linger = True
             self._error(413, f"body exceeds {receiver.max_body_bytes} bytes", as_json)
@@ -289,15 +463,21 @@ class _Handler(BaseHTTPRequestHandler):
         if raw is None:  # the client went away mid-body
             self.close_connection = True
             return
-        self.server.unwatch(self.connection)  # the request is in; the rest is our work
+        self.server.phase(self.conn, _WORKING)  # the request is in; the rest is our work
         receiver.stats.add("bytes_received", len(raw))
         try:
-            if encoding in ("gzip", "x-gzip"):
-                body = inflate_capped(raw, GZIP_WBITS, receiver.max_body_bytes)
-            elif encoding == "deflate":
-                body = inflate_capped(raw, ZLIB_WBITS, receiver.max_body_bytes)
-            else:
+            if identity:
                 body = raw
+                if length is None:  # chunked: the decode working set is not reserved yet
+                    reservation.grow(len(body) * DECODE_FACTOR)
+            else:
+                wbits = ZLIB_WBITS if encoding == "deflate" else GZIP_WBITS
+                body = inflate_capped(raw, wbits, receiver.max_body_bytes, reservation)
+                del raw
+                reservation.grow(len(body) * DECODE_FACTOR)
+        except OverBudget:
+            self._over_budget(as_json, close=False)
+            return
         except BodyTooLarge:
             self._error(413, f"decompressed body exceeds {receiver.max_body_bytes} bytes", as_json)
             return
@@ -314,13 +494,30 @@ class _Handler(BaseHTTPRequestHandler):
         except UndecodableRequest as exc:
             self._error(400, str(exc), as_json, close=False)
             return
+        del body
         status = receiver.enqueue(result)
         if status != 200:
             retry = {"Retry-After": str(receiver.retry_after)}
-            message = "receiver queue is full" if status == 429 else "receiver is shutting down"
+            if status == 429:
+                receiver.stats.refuse("queue_full")
+                message = "receiver queue is full"
+            else:
+                receiver.stats.refuse("stopping")
+                message = "receiver is shutting down"
             self._error(status, message, as_json, close=False, extra=retry)
             return
         self._reply(200, _success_body(result, as_json), CT_JSON if as_json else CT_PROTOBUF)
+
+    def _over_budget(self, as_json: bool, close: bool) -> None:
+        receiver = self.server.receiver
+        receiver.stats.refuse("memory_budget")
+        self._error(
+            503,
+            f"bodies in flight would exceed {receiver.max_inflight_bytes} bytes",
+            as_json,
+            close=close,
+            extra={"Retry-After": str(receiver.retry_after)},
+        )
 
     def _authorised(self, token: bytes) -> bool:
         header = self.headers.get("Authorization") or ""
@@ -341,4 +538,11 @@ def _success_body(result: BatchResult, as_json: bool) -> bytes:
     return bytes(response.SerializeToString())
 
 
-__all__ = ["CT_JSON", "CT_PROTOBUF", "TRACES_PATH", "TraceServer"]
+__all__ = [
+    "CT_JSON",
+    "CT_PROTOBUF",
+    "REFUSAL_REASONS",
+    "SHED_AFTER_SECONDS",
+    "TRACES_PATH",
+    "TraceServer",
+]
