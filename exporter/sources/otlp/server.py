@@ -30,6 +30,8 @@ peer's delayed ACK.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import hmac
 import io
 import logging
@@ -37,6 +39,7 @@ import math
 import socket
 import socketserver
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any
@@ -100,6 +103,25 @@ _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 8 << 20
 _READ_BUFFER = 1 << 16
 _IDLE, _READING, _WORKING = "idle", "reading", "working"
+_TRIM_AFTER_BYTES = 8 << 20  # after a request that held this much, freed heap goes back to the OS
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def _trim_heap() -> None:
+    """Give freed heap back to the OS (glibc keeps a big body's pages in per-thread arenas)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 @dataclass(eq=False)
@@ -429,6 +451,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.server.budget.reservation() as reservation:
             self._receive(reservation, encoding, as_json)
+            large = reservation.held >= _TRIM_AFTER_BYTES
+        if large:
+            _trim_heap()
 
     def _receive(self, reservation: Reservation, encoding: str, as_json: bool) -> None:
         """Reserve, read, inflate, decode, map and enqueue one request body."""
