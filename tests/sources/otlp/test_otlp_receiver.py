@@ -475,9 +475,9 @@ def test_429_when_the_queue_is_full_then_the_sdk_retry_succeeds(
 def test_503_when_every_connection_is_busy_and_none_can_be_evicted(
     start: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from exporter.sources.otlp import server
+    from exporter.sources.otlp import limits
 
-    monkeypatch.setattr(server, "SHED_AFTER_SECONDS", 60.0)  # the holder is too young to evict
+    monkeypatch.setattr(limits, "SHED_AFTER_SECONDS", 60.0)  # the holder is too young to evict
     rx = start(max_connections=1, idle_timeout=10)
     holder = socket.create_connection(("127.0.0.1", rx.port), timeout=5)
     try:

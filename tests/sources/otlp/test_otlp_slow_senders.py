@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from exporter.sources.otlp import server
+from exporter.sources.otlp import limits
 from tests.sources.otlp.test_otlp_receiver import (
     MODEL_CALLS,
     Sink,
@@ -96,7 +96,7 @@ def test_slow_senders_are_cut_at_the_deadline_while_an_export_succeeds(
 def test_at_the_cap_the_slowest_sender_is_evicted_for_a_new_export(
     start: Any, spans: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "SHED_AFTER_SECONDS", 0.2)
+    monkeypatch.setattr(limits, "SHED_AFTER_SECONDS", 0.2)
     rx = start(request_timeout=30.0, idle_timeout=30.0, max_connections=4)
     slow = Trickler(rx.port, 4)  # every slot held by a slow sender, none near its deadline
     try:
