@@ -172,6 +172,17 @@ OTLP_REQUESTS_TOTAL = _c(
 OTLP_SPANS_TOTAL = _c(
     "otlp_spans_total", "", "OTLP spans received, by outcome (accepted, rejected, ignored).", ("outcome",),
     "health")
+OTLP_REFUSED_TOTAL = _c(
+    "otlp_refused_total", "requests",
+    "OTLP/HTTP requests refused and connections cut by the receiver's limits, by reason (memory_budget, "
+    "queue_full, stopping, connections, evicted_idle, evicted_slow, slow_sender, idle_timeout).",
+    ("reason",), "health")
+OTLP_INFLIGHT_BYTES = _g(
+    "otlp_inflight_bytes", "bytes",
+    "Bytes reserved by OTLP/HTTP requests being read, inflated or decoded (limit otlp.max_inflight_bytes).",
+    (), "health")
+OTLP_CONNECTIONS = _g(
+    "otlp_connections", "", "Open OTLP/HTTP connections (limit otlp.max_connections).", (), "health")
 
 # Catalog order is exposition order.
 CATALOG: tuple[MetricSpec, ...] = (
@@ -213,6 +224,9 @@ CATALOG: tuple[MetricSpec, ...] = (
     TOKEN_COUNT_FALLBACKS_TOTAL,
     OTLP_REQUESTS_TOTAL,
     OTLP_SPANS_TOTAL,
+    OTLP_REFUSED_TOTAL,
+    OTLP_INFLIGHT_BYTES,
+    OTLP_CONNECTIONS,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in CATALOG}

@@ -56,6 +56,12 @@ class OtlpConfig:
     max_body_bytes: int = 16 << 20  # after decompression; larger bodies get 413
     queue_size: int = 64  # export requests waiting for the pipeline; full = 429 + Retry-After
     bearer_token_file: str | None = None  # when set, requests need `Authorization: Bearer <token>`
+    # bytes all requests in flight may hold together: body + inflated body + decode working set (8x);
+    # beyond it 503 + Retry-After, the body drained unread; 64 MiB keeps the chart's 512Mi limit
+    max_inflight_bytes: int = 64 << 20
+    max_connections: int = 64  # at the cap the longest-idle, else the slowest, connection is evicted; else 503
+    request_timeout_seconds: float = 30.0  # headers + body must be in this long after the first byte
+    idle_timeout_seconds: float = 15.0  # keep-alive idle limit; also the longest stall within a request
 
 
 @dataclass(frozen=True)

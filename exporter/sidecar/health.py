@@ -75,6 +75,10 @@ def health_samples(sidecar: Sidecar) -> list[HealthSample]:
         rejected, ignored = sum(snap["spans_rejected"].values()), sum(snap["spans_ignored"].values())
         samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("rejected",), rejected))
         samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
+        for reason, count in snap["refused"].items():
+            samples.append(HealthSample(catalog.OTLP_REFUSED_TOTAL, (reason,), count))
+        samples.append(HealthSample(catalog.OTLP_INFLIGHT_BYTES, (), snap["inflight_bytes"]))
+        samples.append(HealthSample(catalog.OTLP_CONNECTIONS, (), snap["connections"]))
         samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))
     return samples
 

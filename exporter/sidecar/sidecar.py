@@ -143,8 +143,13 @@ class Sidecar:
             with self.pipeline.lock:
                 self.pipeline.reject(reason, source, ts)
 
-        return OtlpReceiver(sink, host, port, max_body_bytes=self.config.otlp.max_body_bytes,
-                            queue_size=self.config.otlp.queue_size, bearer_token=token, reject=reject)
+        otlp = self.config.otlp
+        return OtlpReceiver(sink, host, port, max_body_bytes=otlp.max_body_bytes,
+                            queue_size=otlp.queue_size, bearer_token=token, reject=reject,
+                            max_inflight_bytes=otlp.max_inflight_bytes,
+                            max_connections=otlp.max_connections,
+                            request_timeout=otlp.request_timeout_seconds,
+                            idle_timeout=otlp.idle_timeout_seconds)
 
     @property
     def port(self) -> int:
@@ -385,7 +390,6 @@ class Sidecar:
         current = datetime.fromtimestamp(self.wall(), self.pipeline.month_of.zone).strftime("%Y-%m")
         totals = months.get(current, {})
         return {"month": current, **totals}
-
 
 
 

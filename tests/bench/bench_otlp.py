@@ -110,7 +110,7 @@ def over_loopback(
             sink(records, source)
         count(records, source)
 
-    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_threads=CLIENTS + 2)
+    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_connections=CLIENTS + 2)
     rx.start()
     total_calls = calls * CLIENTS * BATCHES_PER_CLIENT
     total_spans = BATCH * CLIENTS * BATCHES_PER_CLIENT

@@ -17,8 +17,12 @@ identity, and answers in the request's content type (protobuf
   reading and again while inflating, so a gzip bomb stops at the cap;
   415 other content types or encodings;
 - 429 with ``Retry-After`` when the bounded queue to the pipeline thread is
-  full, 503 with ``Retry-After`` while stopping or when every handler thread
-  is busy.
+  full; 503 with ``Retry-After`` while stopping, when the bytes in flight
+  (bodies, inflated bodies, decode estimate) would pass ``max_inflight_bytes``
+  (the body is drained unread), or at ``max_connections`` when no idle or slow
+  connection can be evicted. Connections idle past ``idle_timeout`` and
+  requests not in within ``request_timeout`` are closed (see
+  ``exporter.sources.otlp.server``).
 
 The collector's file exporter output (``exporter.sources.otlp.file``) goes
 through the same mapping, so a span gives the same record and the same

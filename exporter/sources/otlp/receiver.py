@@ -22,12 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.sources.otlp.mapping import BatchResult, MappingOptions
-from exporter.sources.otlp.server import TRACES_PATH, TraceServer
+from exporter.sources.otlp.server import REFUSAL_REASONS, TRACES_PATH, TraceServer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 4318
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_INFLIGHT_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_IDLE_TIMEOUT = 15.0
+DEFAULT_REQUEST_TIMEOUT = 30.0
 
 Sink = Callable[[list[dict[str, Any]], str], None]
 # (reason, source, ts) like Pipeline.reject; a two-argument (reason, source) callable works too
@@ -46,8 +50,12 @@ class ReceiverStats:
     bytes_decoded: int = 0  # after decompression
     queue_full: int = 0
     sink_errors: int = 0
-    connections_refused: int = 0  # every handler thread busy
-    connections_reaped: int = 0  # request not complete within request_timeout
+    connections_refused: int = 0  # at max_connections with nothing to evict
+    connections_reaped: int = 0  # request not in within request_timeout (or stalled)
+    # requests refused and connections cut by the limits, by REFUSAL_REASONS
+    refused: Counter[str] = field(default_factory=Counter)
+    # live gauges (inflight_bytes, connections) read at snapshot time
+    gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def snapshot(self) -> dict[str, Any]:
@@ -63,11 +71,22 @@ class ReceiverStats:
                 "sink_errors": self.sink_errors,
                 "connections_refused": self.connections_refused,
                 "connections_reaped": self.connections_reaped,
-            }
+                "refused": {reason: self.refused[reason] for reason in REFUSAL_REASONS},
+                "inflight_bytes": 0,
+                "connections": 0,
+            } | (self.gauges() if self.gauges is not None else {})
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
             setattr(self, name, getattr(self, name) + n)
+
+    def refuse(self, reason: str) -> None:
+        with self._lock:
+            self.refused[reason] += 1
+            if reason == "connections":
+                self.connections_refused += 1
+            elif reason == "slow_sender":
+                self.connections_reaped += 1
 
     def status(self, code: int) -> None:
         with self._lock:
@@ -106,15 +125,18 @@ class OtlpReceiver:
         bearer_token: str | None = None,
         reject: RejectSink | None = None,
         source: str = "otlp",
-        max_threads: int = 16,
-        idle_timeout: float = 10.0,
-        request_timeout: float = 30.0,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         retry_after: int = 1,
         options: MappingOptions | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if max_body_bytes <= 0 or queue_size <= 0 or max_threads <= 0:
-            raise ValueError("max_body_bytes, queue_size and max_threads must be positive")
+        if min(max_body_bytes, queue_size, max_connections, max_inflight_bytes) <= 0:
+            raise ValueError(
+                "max_body_bytes, queue_size, max_connections and max_inflight_bytes must be positive"
+            )
         if idle_timeout <= 0 or request_timeout <= 0:
             raise ValueError("idle_timeout and request_timeout must be positive")
         self.sink = sink
@@ -125,13 +147,14 @@ class OtlpReceiver:
         self.max_body_bytes = max_body_bytes
         self.bearer_token = bearer_token.encode("utf-8") if bearer_token else None
         self.source = source
-        self.max_threads = max_threads
+        self.max_connections = max_connections
+        self.max_inflight_bytes = max_inflight_bytes
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         self.retry_after = retry_after
         self.options = options or MappingOptions()
         self.clock = clock
-        self.stats = ReceiverStats()
+        self.stats = ReceiverStats(gauges=self._gauges)
         self._queue: queue.Queue[BatchResult | None] = queue.Queue(maxsize=queue_size)
         self._server: TraceServer | None = None
         self._threads: list[threading.Thread] = []
@@ -160,7 +183,6 @@ class OtlpReceiver:
                 target=self._server.serve_forever, args=(0.2,), name="otlp-http", daemon=True
             ),
             threading.Thread(target=self._dispatch, name="otlp-dispatch", daemon=True),
-            threading.Thread(target=self._reap_loop, name="otlp-reaper", daemon=True),
         ]
         for thread in self._threads:
             thread.start()
@@ -220,18 +242,20 @@ class OtlpReceiver:
                 self.stats.add("sink_errors")
                 log.exception("OTLP sink failed on a batch of %d records", len(item.records))
 
-    def _reap_loop(self) -> None:
-        while not self._stopping.wait(0.25):
-            server = self._server
-            if server is not None:
-                reaped = server.reap()
-                if reaped:
-                    self.stats.add("connections_reaped", reaped)
+    def _gauges(self) -> dict[str, int]:
+        server = self._server
+        if server is None:
+            return {}
+        return {"inflight_bytes": server.budget.used, "connections": server.connections}
 
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_INFLIGHT_BYTES",
     "DEFAULT_PORT",
+    "DEFAULT_REQUEST_TIMEOUT",
     "OtlpReceiver",
     "ReceiverStats",
     "RejectSink",

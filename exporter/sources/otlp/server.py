@@ -1,24 +1,40 @@
-"""The OTLP/HTTP server: one thread per connection, bounded, with a slow-client reaper.
+"""The OTLP/HTTP server: one thread per connection, a connection cap that sheds idle ones first.
 
 ``POST /v1/traces`` only; the status codes it answers are the package's
-contract (``exporter.sources.otlp``). Handlers (at most ``max_threads``, each
-connection one thread) read the body (``exporter.sources.otlp.body``), decode
-and map it, and hand the result to the receiver's queue
-(``OtlpReceiver.enqueue``). Slow clients: every socket read times out after
-``idle_timeout`` and a reaper closes any connection whose request (headers
-and body) is not in after ``request_timeout``, so a client trickling one byte
-at a time cannot hold a thread. No span content is logged.
+contract (``exporter.sources.otlp``). Handlers (one thread per connection,
+at most ``max_connections`` connections) read the body
+(``exporter.sources.otlp.body``), decode and map it, and hand the result to
+the receiver's queue (``OtlpReceiver.enqueue``). No span content is logged.
+
+Limits, each counted in ``ReceiverStats.refused`` by reason:
+
+- memory: a request reserves its bytes (body, inflated body, decode working
+  set) from the in-flight ``ByteBudget`` before reading them; over it, 503 +
+  ``Retry-After`` and the unread body is drained, not kept (``memory_budget``).
+- deadlines, enforced on every read (``DeadlineReader``), so trickling bytes
+  do not extend them: a connection waiting for its next request is closed
+  after ``idle_timeout`` (``idle_timeout``); a request whose headers and body
+  are not in ``request_timeout`` after its first byte, or that stalls for
+  ``idle_timeout``, is cut (``slow_sender``).
+- connections: at ``max_connections`` a new connection first evicts the
+  longest-idle keep-alive connection (``evicted_idle``), else the slowest
+  request still being received after ``SHED_AFTER_SECONDS``
+  (``evicted_slow``), else it gets 503 + ``Retry-After`` (``connections``).
+  A connection whose request is in and being worked on is never evicted.
+
+Responses go out in one ``sendall`` (headers and body together) on sockets
+with ``TCP_NODELAY``, so a keep-alive request does not wait for Nagle and the
+peer's delayed ACK.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
+import io
 import logging
 import socket
 import socketserver
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -26,13 +42,27 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from exporter.sources.otlp.body import (
+    DECODE_FACTOR,
     GZIP_WBITS,
     ZLIB_WBITS,
     BadBody,
     BodyTooLarge,
     LengthRequired,
+    OverBudget,
+    Reservation,
+    declared_length,
     inflate_capped,
     read_body,
+)
+from exporter.sources.otlp.limits import (
+    IDLE,
+    REFUSAL_REASONS,
+    SHED_AFTER_SECONDS,
+    TRIM_AFTER_BYTES,
+    WORKING,
+    ConnectionServer,
+    DeadlineReader,
+    trim_heap,
 )
 from exporter.sources.otlp.mapping import (
     BatchResult,
@@ -60,77 +90,14 @@ _RPC_CODES = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 
 _SKIP_BODY_BYTES = 1 << 20  # an early error still reads a body this small
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 8 << 20
+_READ_BUFFER = 1 << 16
 
 
-class TraceServer(HTTPServer):
-    """HTTPServer with a bounded thread pool per connection and a slow-client reaper."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+class TraceServer(ConnectionServer):
+    """The OTLP/HTTP server: ``ConnectionServer``'s limits with the ``/v1/traces`` handler."""
 
     def __init__(self, receiver: OtlpReceiver, address: tuple[str, int]) -> None:
-        self.receiver = receiver
-        self._slots = threading.BoundedSemaphore(receiver.max_threads)
-        self._deadlines: dict[socket.socket, float] = {}
-        self._deadlines_lock = threading.Lock()
-        super().__init__(address, _Handler)
-
-    def server_bind(self) -> None:
-        """Like HTTPServer.server_bind without the reverse DNS lookup of getfqdn."""
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = str(host)
-        self.server_port = int(port)
-
-    # -- bounded threads
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(timeout=0.01):
-            self.receiver.stats.add("connections_refused")
-            self.receiver.stats.status(503)
-            try:
-                request.settimeout(1.0)
-                request.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: "
-                    + str(self.receiver.retry_after).encode()
-                    + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                )
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        thread = threading.Thread(target=self._work, args=(request, client_address), daemon=True)
-        thread.start()
-
-    def _work(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:  # a handler bug must not kill the slot
-            log.exception("OTLP handler failed")
-        finally:
-            self.shutdown_request(request)
-            self._slots.release()
-
-    # -- deadlines
-    def watch(self, conn: socket.socket, seconds: float) -> None:
-        with self._deadlines_lock:
-            self._deadlines[conn] = self.receiver.clock() + seconds
-
-    def unwatch(self, conn: socket.socket) -> None:
-        with self._deadlines_lock:
-            self._deadlines.pop(conn, None)
-
-    def reap(self) -> int:
-        """Close connections past their deadline; returns how many."""
-        now = self.receiver.clock()
-        with self._deadlines_lock:
-            overdue = [conn for conn, deadline in self._deadlines.items() if deadline <= now]
-            for conn in overdue:
-                del self._deadlines[conn]
-        for conn in overdue:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        return len(overdue)
+        super().__init__(receiver, address, _Handler)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -138,20 +105,29 @@ class _Handler(BaseHTTPRequestHandler):
     server: TraceServer
     server_version = "llm-savings-exporter"
     sys_version = ""
+    _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's, joined with the body in _reply
 
     def setup(self) -> None:
-        super().setup()
-        self.connection.settimeout(self.server.receiver.idle_timeout)
+        self.connection = self.request
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.conn = self.server.conn(self.request)
+        self.rfile = io.BufferedReader(DeadlineReader(self.server, self.conn), _READ_BUFFER)
+        self.wfile = socketserver._SocketWriter(self.connection)  # type: ignore[attr-defined]
 
     def handle_one_request(self) -> None:
         self._linger = False
-        self.server.watch(self.connection, self.server.receiver.request_timeout)
+        self.server.phase(self.conn, IDLE)
         try:
             super().handle_one_request()
             if self._linger:
                 self._linger_close()
+        except OSError:  # a deadline passed mid-body, or the peer went away
+            self.close_connection = True
         finally:
-            self.server.unwatch(self.connection)
+            if self.conn.cut is not None:
+                self.server.receiver.stats.refuse(self.conn.cut)
+                self.conn.cut = None
+                self.close_connection = True
 
     def handle_expect_100(self) -> bool:
         """Answer ``Expect: 100-continue`` with 413 at once when the declared body is too big."""
@@ -173,6 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(
         self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None
     ) -> None:
+        """Status line, headers and body in one ``sendall`` (no Nagle wait between them)."""
         self.server.receiver.stats.status(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -181,9 +158,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        head = b"".join(self._headers_buffer) + b"\r\n"
+        self._headers_buffer = []
+        self.connection.settimeout(self.server.receiver.idle_timeout)
+        self.wfile.write(head if self.command == "HEAD" else head + body)
 
     def _error(
         self,
@@ -202,19 +180,25 @@ class _Handler(BaseHTTPRequestHandler):
             body = _RpcStatus(code=code, message=message).SerializeToString()
             self._reply(status, body, CT_PROTOBUF, extra)
 
+    def _drain(self, length: int) -> bool:
+        """Read and drop ``length`` body bytes (a fixed buffer, never the body); False on EOF."""
+        scratch = bytearray(_READ_BUFFER)
+        view = memoryview(scratch)
+        while length > 0:
+            got = self.rfile.readinto(view[: min(length, _READ_BUFFER)])
+            if not got:
+                return False
+            length -= got
+        return True
+
     def _skip_body(self) -> None:
         """Before an early error: read a small unread body so the connection stays usable.
 
         A large, chunked or unframed one is not read; the connection closes with
         a short linger so the client still sees the response, not a reset.
         """
-        length_header = self.headers.get("Content-Length")
-        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
-        try:
-            length = int(length_header) if length_header is not None and not chunked else -1
-        except ValueError:
-            length = -1
-        if 0 <= length <= _SKIP_BODY_BYTES and len(self.rfile.read(length)) == length:
+        length = declared_length(self.headers)
+        if length is not None and length <= _SKIP_BODY_BYTES and self._drain(length):
             return
         self.close_connection = True
         self._linger = True
@@ -274,8 +258,32 @@ class _Handler(BaseHTTPRequestHandler):
                 415, "Content-Encoding must be gzip, deflate or identity", as_json, close=False
             )
             return
+        with self.server.budget.reservation() as reservation:
+            self._receive(reservation, encoding, as_json)
+            large = reservation.held >= TRIM_AFTER_BYTES
+        if large:
+            trim_heap()
+
+    def _receive(self, reservation: Reservation, encoding: str, as_json: bool) -> None:
+        """Reserve, read, inflate, decode, map and enqueue one request body."""
+        receiver = self.server.receiver
+        identity = encoding == "identity"
+        length = declared_length(self.headers)
+        if length is not None and length <= receiver.max_body_bytes:
+            try:  # before reading: the body, and for identity its decode working set too
+                reservation.grow(length * (1 + DECODE_FACTOR) if identity else length)
+            except OverBudget:
+                if not self._drain(length):
+                    self.close_connection = True
+                    return
+                self._over_budget(as_json, close=False)
+                return
         try:
-            raw = read_body(self.headers, self.rfile, receiver.max_body_bytes)
+            raw = read_body(self.headers, self.rfile, receiver.max_body_bytes, reservation)
+        except OverBudget:  # a chunked body grew past the budget: stop reading it
+            self._linger = True
+            self._over_budget(as_json, close=True)
+            return
         except BodyTooLarge:
             self._linger = True
             self._error(413, f"body exceeds {receiver.max_body_bytes} bytes", as_json)
@@ -289,15 +297,21 @@ class _Handler(BaseHTTPRequestHandler):
         if raw is None:  # the client went away mid-body
             self.close_connection = True
             return
-        self.server.unwatch(self.connection)  # the request is in; the rest is our work
+        self.server.phase(self.conn, WORKING)  # the request is in; the rest is our work
         receiver.stats.add("bytes_received", len(raw))
         try:
-            if encoding in ("gzip", "x-gzip"):
-                body = inflate_capped(raw, GZIP_WBITS, receiver.max_body_bytes)
-            elif encoding == "deflate":
-                body = inflate_capped(raw, ZLIB_WBITS, receiver.max_body_bytes)
-            else:
+            if identity:
                 body = raw
+                if length is None:  # chunked: the decode working set is not reserved yet
+                    reservation.grow(len(body) * DECODE_FACTOR)
+            else:
+                wbits = ZLIB_WBITS if encoding == "deflate" else GZIP_WBITS
+                body = inflate_capped(raw, wbits, receiver.max_body_bytes, reservation)
+                del raw
+                reservation.grow(len(body) * DECODE_FACTOR)
+        except OverBudget:
+            self._over_budget(as_json, close=False)
+            return
         except BodyTooLarge:
             self._error(413, f"decompressed body exceeds {receiver.max_body_bytes} bytes", as_json)
             return
@@ -314,13 +328,30 @@ class _Handler(BaseHTTPRequestHandler):
         except UndecodableRequest as exc:
             self._error(400, str(exc), as_json, close=False)
             return
+        del body
         status = receiver.enqueue(result)
         if status != 200:
             retry = {"Retry-After": str(receiver.retry_after)}
-            message = "receiver queue is full" if status == 429 else "receiver is shutting down"
+            if status == 429:
+                receiver.stats.refuse("queue_full")
+                message = "receiver queue is full"
+            else:
+                receiver.stats.refuse("stopping")
+                message = "receiver is shutting down"
             self._error(status, message, as_json, close=False, extra=retry)
             return
         self._reply(200, _success_body(result, as_json), CT_JSON if as_json else CT_PROTOBUF)
+
+    def _over_budget(self, as_json: bool, close: bool) -> None:
+        receiver = self.server.receiver
+        receiver.stats.refuse("memory_budget")
+        self._error(
+            503,
+            f"bodies in flight would exceed {receiver.max_inflight_bytes} bytes",
+            as_json,
+            close=close,
+            extra={"Retry-After": str(receiver.retry_after)},
+        )
 
     def _authorised(self, token: bytes) -> bool:
         header = self.headers.get("Authorization") or ""
@@ -341,4 +372,11 @@ def _success_body(result: BatchResult, as_json: bool) -> bytes:
     return bytes(response.SerializeToString())
 
 
-__all__ = ["CT_JSON", "CT_PROTOBUF", "TRACES_PATH", "TraceServer"]
+__all__ = [
+    "CT_JSON",
+    "CT_PROTOBUF",
+    "REFUSAL_REASONS",
+    "SHED_AFTER_SECONDS",
+    "TRACES_PATH",
+    "TraceServer",
+]

@@ -472,12 +472,20 @@ def test_429_when_the_queue_is_full_then_the_sdk_retry_succeeds(
     wait_until(lambda: len(sink.batches) == 3)
 
 
-def test_503_when_every_handler_thread_is_busy(start: Any) -> None:
-    rx = start(max_threads=1, idle_timeout=10)
+def test_503_when_every_connection_is_busy_and_none_can_be_evicted(
+    start: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from exporter.sources.otlp import limits
+
+    monkeypatch.setattr(limits, "SHED_AFTER_SECONDS", 60.0)  # the holder is too young to evict
+    rx = start(max_connections=1, idle_timeout=10)
     holder = socket.create_connection(("127.0.0.1", rx.port), timeout=5)
     try:
-        holder.sendall(b"POST /v1/traces HTTP/1.1\r\n")  # holds the only handler thread
-        wait_until(lambda: bool(rx._server and rx._server._deadlines))
+        holder.sendall(b"POST /v1/traces HTTP/1.1\r\n")  # holds the only connection slot
+        wait_until(
+            lambda: bool(rx._server)
+            and [c.phase for c in rx._server._conns.values()] == ["reading"]
+        )
         status, headers, _ = post(rx, b"", PB)
         assert status == 503 and headers["retry-after"] == "1"
         assert rx.stats.snapshot()["connections_refused"] == 1
