@@ -1,0 +1,1 @@
+"""Test support code that runs outside the exporter: fake upstream providers."""

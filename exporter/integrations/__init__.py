@@ -1,0 +1,1 @@
+"""Code that runs inside another program; each module imports that program only inside itself."""

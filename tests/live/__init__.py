@@ -1,0 +1,1 @@
+"""Live capture: real instrumentation packages and client libraries against the fake provider."""
