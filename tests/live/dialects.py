@@ -202,6 +202,7 @@ def litellm_otel(url: str, cap: CaptureEndpoint, latest: bool = False) -> Dialec
 def litellm_payload(url: str, cap: CaptureEndpoint, log_path: str) -> Dialect:
     _env({"LLM_SAVINGS_LITELLM_LOG": log_path, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     import litellm
+
     from exporter.integrations.litellm_logger import proxy_handler_instance
 
     litellm.callbacks = [proxy_handler_instance]
