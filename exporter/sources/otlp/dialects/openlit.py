@@ -12,6 +12,12 @@ which include the cached tokens (3200 with 3000 cached). Other providers: not
 captured, so the span's total or the convention decides and the record is
 flagged ``usage_inclusive_assumed`` when it has cache counts. No 5m/1h split
 of cache writes (flagged ``usage_no_cache_ttl`` when there are writes).
+
+Known limit: with Anthropic STREAMING (``gen_ai.request.stream`` true, both
+``stream=True`` and ``messages.stream()``) OpenLIT reports both cache counts as
+0 whatever the call read or wrote (input 150 of 150 + 2000 read + 1000
+written): only the fresh input is known, the record is flagged
+``usage_no_cache_detail`` and its spend is a lower bound.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import A_PROVIDER, A_SYSTEM, first_count, read_count
 from exporter.sources.otlp.dialects import gen_ai
-from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import MISSING_CACHE_DETAIL, Dialect, UsageCounts
 
 SCOPE_PREFIX = "openlit"
+A_STREAM = "gen_ai.request.stream"
 EXCLUSIVE_PROVIDERS = frozenset({"anthropic"})
 INCLUSIVE_PROVIDERS = frozenset({"openai", "azure.ai.openai", "az.ai.openai"})
 
@@ -44,8 +51,11 @@ def _provider(attrs: Mapping[str, Any]) -> str:
 def usage(attrs: Mapping[str, Any]) -> UsageCounts:
     provider = _provider(attrs)
     includes: bool | None = None
+    flags: tuple[str, ...] = ()
     if provider in EXCLUSIVE_PROVIDERS:
         includes = False
+        if attrs.get(A_STREAM) is True:
+            flags = (MISSING_CACHE_DETAIL,)
     elif provider in INCLUSIVE_PROVIDERS:
         includes = True
     return UsageCounts(
@@ -55,7 +65,8 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
         first_count(attrs, gen_ai.CACHE_WRITE_KEYS),
         read_count(attrs, gen_ai.A_TOTAL),
         includes_cache=includes,
+        flags=flags,
     )
 
 
-DIALECT = Dialect(name="openlit", detect=detect, usage=usage, keys=gen_ai.KEYS)
+DIALECT = Dialect(name="openlit", detect=detect, usage=usage, keys=gen_ai.KEYS | {A_STREAM})
