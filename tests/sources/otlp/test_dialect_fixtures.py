@@ -238,4 +238,4 @@ def test_correlation_off_counts_every_span() -> None:
 
 
 def test_fixture_root_is_the_repository_one() -> None:
-    assert FIXTURES == Path(__file__).resolve().parents[2] / "fixtures" / "dialects"
+    assert Path(__file__).resolve().parents[2] / "fixtures" / "dialects" == FIXTURES
