@@ -24,7 +24,7 @@ cache hit gets ``<id>_cache_hit<time>``)
 ``metadata.spend_logs_metadata.llm_savings``     ``tokens_after``, ``count_method``,
 (an object the gateway puts in the request's     ``would_have_saved``,
 ``metadata``)                                    ``components``
-``cache_hit: true`` (LiteLLM's own response      zero ``usage`` and the flag
+``cache_hit: true`` (LiteLLM's own response      no ``usage``, the flag
 cache answered)                                  ``response_cache_hit``: the provider
                                                  was not called, nothing billed
 ===============================================  ===============================
@@ -199,7 +199,6 @@ def to_canonical(obj: Any) -> dict[str, Any]:
         if usage is not None:
             record["usage"] = usage
     else:  # LiteLLM's response cache answered: a request that cost nothing, flagged
-        record["usage"] = {"input_tokens": 0, "output_tokens": 0}
         record["source_flags"] = ["response_cache_hit"]
     record.update(_savings(metadata))
     return record

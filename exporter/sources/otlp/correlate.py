@@ -56,9 +56,20 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from exporter.sources.otlp.attributes import A_RESPONSE_ID
+from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
+from exporter.sources.otlp.spans import (
+    DEFAULT_OPTIONS,
+    Ignored,
+    Mapped,
+    MappingOptions,
+    SpanOutcome,
+    SpanView,
+)
 
 MAX_DEPTH = 8
 MAX_ENTRIES = 65536
@@ -272,4 +283,95 @@ class SpanCorrelator:
                 member.request_id = family.request_id
 
 
-__all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "Member", "SpanCorrelator"]
+# --- the glue to the mapping ---------------------------------------------------------------
+
+
+def _correlator(opts: MappingOptions) -> SpanCorrelator | None:
+    """The options' correlator; a fresh one (this request only) for the shared defaults."""
+    if not opts.correlate:
+        return None
+    if opts is DEFAULT_OPTIONS:
+        return SpanCorrelator(end_tolerance_ns=int(opts.correlation_end_tolerance_seconds * 1e9))
+    found = opts._memory.get("correlator")
+    if found is None:
+        fresh = SpanCorrelator(
+            window_seconds=opts.correlation_window_seconds,
+            end_tolerance_ns=int(opts.correlation_end_tolerance_seconds * 1e9),
+        )
+        found = opts._memory.setdefault("correlator", fresh)
+    assert isinstance(found, SpanCorrelator)
+    return found
+
+
+def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(input total, cache read, cache write, output) of a block ``_usage_block`` made."""
+    if "prompt_tokens" in usage or "completion_tokens" in usage or "prompt_tokens_details" in usage:
+        details = usage.get("prompt_tokens_details") or {}
+        return (
+            usage.get("prompt_tokens") or 0,
+            details.get("cached_tokens") or 0,
+            details.get("cache_write_tokens") or 0,
+            usage.get("completion_tokens") or 0,
+        )
+    read = usage.get("cache_read_input_tokens") or 0
+    write = usage.get("cache_creation_input_tokens") or 0
+    return (usage.get("input_tokens", 0) + read + write, read, write, usage.get("output_tokens") or 0)
+
+
+def _member(span: SpanView, record: dict[str, Any]) -> Member | None:
+    usage = record.get("usage")
+    if not usage or not span.trace_id or not span.span_id:
+        return None
+    if any(key.startswith("llm_savings.") for key in span.attrs):
+        return None  # this project's own spans carry their ids and savings on purpose
+    flags = record.get("source_flags", ())
+    response_id = span.attrs.get(A_RESPONSE_ID)
+    response_id = response_id if isinstance(response_id, str) and response_id else None
+    complete = not any(flag != RESPONSE_CACHE_HIT for flag in flags)
+    return Member(
+        key=f"{span.trace_id}:{span.span_id}",
+        parent_key=f"{span.trace_id}:{span.parent_span_id}" if span.parent_span_id else "",
+        dialect=str(record.get("source_dialect", "")),
+        usage=_usage_numbers(usage),
+        model=str(record.get("model", "")),
+        end_ns=span.end_ns or span.start_ns,
+        response_id=response_id,
+        request_id=record.get("request_id"),
+        rank=(1 if complete else 0, 1 if "cache_creation" in usage else 0, 1 if response_id else 0),
+    )
+
+
+def correlate(
+    pairs: list[tuple[SpanView, SpanOutcome]], opts: MappingOptions
+) -> list[SpanOutcome]:
+    """Apply the counted-once rules to one request's (span, outcome) pairs."""
+    correlator = _correlator(opts)
+    if correlator is None:
+        return [outcome for _, outcome in pairs]
+    links = [
+        (f"{v.trace_id}:{v.span_id}", f"{v.trace_id}:{v.parent_span_id}" if v.parent_span_id else "")
+        for v, _ in pairs
+        if v.trace_id and v.span_id
+    ]
+    members: list[tuple[int, Member]] = []
+    for index, (view, outcome) in enumerate(pairs):
+        if isinstance(outcome, Mapped):
+            member = _member(view, outcome.record)
+            if member is not None:
+                members.append((index, member))
+    outcomes = [outcome for _, outcome in pairs]
+    if not members:
+        return outcomes
+    correlator.resolve(links, [member for _, member in members])
+    for index, member in members:
+        if not member.keep:
+            outcomes[index] = Ignored(IGNORE_SAME_CALL)
+            continue
+        record = outcomes[index]
+        assert isinstance(record, Mapped)
+        if member.request_id is not None:
+            record.record["request_id"] = member.request_id
+    return outcomes
+
+
+__all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "Member", "SpanCorrelator", "correlate"]

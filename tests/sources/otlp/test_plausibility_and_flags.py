@@ -100,5 +100,5 @@ def test_litellm_payload_cache_hit_is_flagged() -> None:
                "custom_llm_provider": "openai", "call_type": "completion",
                "metadata": {"usage_object": {"prompt_tokens": 100, "completion_tokens": 5}}}
     record = parse_object(to_canonical(payload))
-    assert isinstance(record, Record) and record.usage is not None
-    assert record.usage.prompt_tokens == 0 and "response_cache_hit" in record.flags
+    assert isinstance(record, Record)
+    assert record.usage is None and "response_cache_hit" in record.flags
