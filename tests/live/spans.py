@@ -130,7 +130,7 @@ def usage_attributes(span: Span) -> dict[str, Any]:
         low = key.lower()
         if any(h in low for h in CONTENT_HINTS):
             continue
-        if isinstance(value, str) and len(value) > 300:
+        if isinstance(value, str) and len(value) > 300 and "usage" not in key:
             value = value[:300] + "..."
         out[key] = value
     return out
