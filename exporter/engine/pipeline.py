@@ -47,7 +47,7 @@ from exporter.engine.records import (
     parse_object,
     parse_ts,
 )
-from exporter.engine.usage import Usage
+from exporter.engine.usage import DEFAULT_MAX_REQUEST_TOKENS, Usage
 from exporter.prices.table import PricedModel, PriceTable
 
 UNSET_TENANT = "unset"
@@ -123,6 +123,7 @@ class Pipeline:
         oldest_month: str | None = None,
         wall_clock: Callable[[], float] = time.time,
         future_skew_seconds: float = DEFAULT_FUTURE_SKEW_SECONDS,
+        max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS,
     ) -> None:
         self.prices = prices
         self.month_of = MonthOf(timezone)
@@ -134,6 +135,7 @@ class Pipeline:
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
         self.wall = wall_clock
         self.future_skew_seconds = future_skew_seconds
+        self.max_request_tokens = max_request_tokens  # above it: implausible_count, never priced
         self._future_limit = wall_clock() + future_skew_seconds
         self.lock = threading.RLock()
         self._preload_caps()
@@ -238,6 +240,11 @@ class Pipeline:
         if self.oldest_month is not None and month < self.oldest_month:
             # its own month is no longer published: count it where it stays visible
             agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
+            return True
+        cap = self.max_request_tokens
+        if (usage is not None and (usage.output > cap or usage.prompt_tokens > cap)) or max(
+                before or 0, after or 0, would_save or 0) > cap:
+            agg.count(agg.rejected, (month, "implausible_count"))  # before dedupe: its id stays free
             return True
         if request_id is not None and self.ledger.seen_before(request_id, ts):
             agg.count(agg.duplicates, month)

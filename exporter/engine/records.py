@@ -49,10 +49,23 @@ REJECTION_REASONS = (
     "expired_month",
     "future_ts",
     "internal_error",
+    "implausible_count",
 )
 
 # Bounded set of flags on counted records (the `flag` label of records_flagged_total).
-FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted")
+_RECORD_FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted")
+# Flags a source mapping sets on the records it makes (the record key ``source_flags``, a list of
+# these; other values are ignored): what the source's telemetry lacked for exact dollars, at most one
+# ``usage_*`` per record, and LiteLLM's response-cache hits (docs/telemetry.md, "Completeness").
+SOURCE_FLAGS = (
+    "usage_no_cache_detail",  # no cache counts at all: every input token counted fresh
+    "usage_no_cache_ttl",  # cache writes without the 5m/1h split: priced as 5m writes
+    "usage_inclusive_assumed",  # whether input includes the cache was decided by convention
+    "usage_object_unparsed",  # the full usage object was unreadable: the plain counts were used
+    "response_cache_hit",  # a gateway's response cache answered: no provider call, zero usage
+)
+FLAGS: tuple[str, ...] = (*_RECORD_FLAGS, *SOURCE_FLAGS)
+_SOURCE_FLAGS = frozenset(SOURCE_FLAGS)
 
 EPOCH_MS_THRESHOLD = 1e11  # an epoch number above this is in milliseconds
 # 9999-12-30T00:00:00Z: a day short of the end of datetime, so that the month of every
@@ -244,6 +257,9 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
             tokens_before is not None or tokens_after is not None or components
         ):
             flags.append("incomplete_savings")
+        source_flags = obj.get("source_flags")
+        if isinstance(source_flags, list):
+            flags.extend(flag for flag in source_flags if isinstance(flag, str) and flag in _SOURCE_FLAGS)
         dialect = obj.get("source_dialect")
         return Record(
             ts=ts,
@@ -301,6 +317,7 @@ __all__ = [
     "FLAGS",
     "MAX_COUNT",
     "REJECTION_REASONS",
+    "SOURCE_FLAGS",
     "Record",
     "Rejection",
     "TextCounter",

@@ -21,6 +21,10 @@ from typing import Any
 import msgspec
 
 MAX_COUNT = (1 << 53) - 1  # above this a float sum loses integers; no request is that large
+# A request above this many tokens (input in all tiers, output, or a savings count) is rejected as
+# ``implausible_count`` and never priced: no model takes 10M tokens in one request. Configurable
+# per pipeline (``Pipeline(max_request_tokens=...)``).
+DEFAULT_MAX_REQUEST_TOKENS = 10_000_000
 
 
 class UsageError(ValueError):

@@ -24,8 +24,9 @@ cache hit gets ``<id>_cache_hit<time>``)
 ``metadata.spend_logs_metadata.llm_savings``     ``tokens_after``, ``count_method``,
 (an object the gateway puts in the request's     ``would_have_saved``,
 ``metadata``)                                    ``components``
-``cache_hit: true`` (LiteLLM's own response      no ``usage``: the provider
-cache answered)                                  was not called, nothing billed
+``cache_hit: true`` (LiteLLM's own response      no ``usage``, the flag
+cache answered)                                  ``response_cache_hit``: the provider
+                                                 was not called, nothing billed
 ===============================================  ===============================
 
 Usage: LiteLLM converts every provider to one OpenAI-chat convention in
@@ -197,6 +198,8 @@ def to_canonical(obj: Any) -> dict[str, Any]:
         usage = _usage(obj)
         if usage is not None:
             record["usage"] = usage
+    else:  # LiteLLM's response cache answered: a request that cost nothing, flagged
+        record["source_flags"] = ["response_cache_hit"]
     record.update(_savings(metadata))
     return record
 

@@ -18,6 +18,7 @@ identity attributes); each dialect's usage names are in its own module under
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -152,6 +153,53 @@ def first_string(
     return None
 
 
+_LITERAL_NODES = (
+    ast.Expression,
+    ast.Dict,
+    ast.List,
+    ast.Tuple,
+    ast.Constant,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Load,
+)
+MAX_LITERAL_DEPTH = 16
+
+
+def parse_literal(text: str, limit: int) -> Any:
+    """A Python literal (a ``repr`` of dicts, lists, numbers, strings, None), else None.
+
+    For the ``repr`` strings some instrumentations write (LiteLLM's
+    ``metadata.usage_object``). Never ``eval``: the text, at most ``limit``
+    characters, is parsed as an expression, every node of which must be a
+    literal (dict, list, tuple, constant, unary sign) nested at most
+    ``MAX_LITERAL_DEPTH`` deep, and only then evaluated by ``ast.literal_eval``.
+    Anything else (a call such as ``Usage(...)``, a name, an operator, a parse
+    error) is None, never an exception.
+    """
+    if len(text) > limit:
+        return None
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, _LITERAL_NODES) or depth > MAX_LITERAL_DEPTH:
+            return None
+        if isinstance(node, ast.UnaryOp) and not (
+            isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+        ):
+            return None
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    try:
+        return ast.literal_eval(tree)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+
+
 def _type_name(value: Any) -> str:
     if isinstance(value, Unsupported):
         return value.kind
@@ -172,6 +220,7 @@ __all__ = [
     "Unsupported",
     "first_count",
     "first_string",
+    "parse_literal",
     "read_count",
     "read_string",
 ]

@@ -92,6 +92,7 @@ def spans_from_protobuf(
                         span_id=span.span_id.hex(),
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
+                        parent_span_id=span.parent_span_id.hex(),
                     )
                 )
     return views
@@ -254,6 +255,7 @@ def _json_span(
             span_id=_json_id(_j(span, "spanId", "span_id"), 8),
             start_ns=_json_int(_j(span, "startTimeUnixNano", "start_time_unix_nano")),
             end_ns=_json_int(_j(span, "endTimeUnixNano", "end_time_unix_nano")),
+            parent_span_id=_json_id(_j(span, "parentSpanId", "parent_span_id"), 8),
         )
     except BadValue as bad:
         return Rejected(bad.reason, bad.detail)

@@ -72,6 +72,7 @@ from exporter.sources.otlp.attributes import (
     read_count,
     read_string,
 )
+from exporter.sources.otlp.correlate import IGNORE_SAME_CALL, correlate
 from exporter.sources.otlp.decode import (
     UndecodableRequest,
     load_json,
@@ -80,6 +81,15 @@ from exporter.sources.otlp.decode import (
     spans_from_protobuf,
 )
 from exporter.sources.otlp.dialects import FALLBACK, Dialect, UsageCounts, detect_dialect
+from exporter.sources.otlp.dialects.base import (
+    MISSING_CACHE_DETAIL,
+    MISSING_CACHE_TTL,
+    MISSING_INCLUSIVE,
+    MISSING_USAGE_OBJECT,
+    RESPONSE_CACHE_HIT,
+    SOURCE_FLAGS,
+)
+from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     BatchResult,
@@ -93,7 +103,7 @@ from exporter.sources.otlp.spans import (
 
 IGNORE_NOT_MODEL_CALL = "not_model_call"
 IGNORE_AGENT_ROLLUP = "agent_rollup"
-IGNORE_REASONS = (IGNORE_NOT_MODEL_CALL, IGNORE_AGENT_ROLLUP)
+IGNORE_REASONS = (IGNORE_NOT_MODEL_CALL, IGNORE_AGENT_ROLLUP, IGNORE_SAME_CALL)
 
 _AGGREGATE_OPERATIONS = frozenset(
     {"invoke_agent", "create_agent", "execute_tool", "invoke_workflow"}
@@ -125,9 +135,8 @@ PROVIDER_ALIASES: dict[str, str] = {
     "x-ai": "xai",
 }
 
-_MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL)
+_MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL, A_LANGFUSE_MODEL)
 _PROVIDER_KEYS = (A_PROVIDER, A_SYSTEM, A_OI_PROVIDER, A_OI_SYSTEM)
-_ID_KEYS = (S_REQUEST_ID, A_RESPONSE_ID)
 _SAVINGS_FIELDS = (
     (S_BEFORE, "tokens_before"),
     (S_AFTER, "tokens_after"),
@@ -140,12 +149,26 @@ def normalise_provider(name: str) -> str:
     return PROVIDER_ALIASES.get(lowered, lowered)
 
 
-def _usage_block(counts: UsageCounts, dialect: Dialect, forced: bool | None) -> dict[str, Any]:
-    """The OpenAI-shaped usage block, with the cache added back to an input that excludes it."""
-    inp, out, read, write, total = counts
+def _usage_block(
+    counts: UsageCounts, dialect: Dialect, forced: bool | None
+) -> tuple[dict[str, Any], list[str]]:
+    """The usage block and what it lacks for exact dollars (``SOURCE_FLAGS``, in that order).
+
+    OpenAI-shaped, with the cache added back to an input that excludes it; when
+    the span gives the 5m/1h split of cache writes, Anthropic-shaped (disjoint
+    tiers) instead, the one shape that carries the split.
+    """
+    inp, out, read, write, total = counts[:5]
+    w5, w1h = counts.write_5m, counts.write_1h
+    split = w5 is not None and w1h is not None
+    if split and write is None:
+        write = (w5 or 0) + (w1h or 0)
+    flags = set(counts.flags)
     cached = (read or 0) + (write or 0)
     if inp is not None and cached:
         includes_cache = forced
+        if includes_cache is None:
+            includes_cache = counts.includes_cache
         if includes_cache is None:
             if total is not None and out is not None and inp + out == total:
                 includes_cache = True
@@ -153,8 +176,21 @@ def _usage_block(counts: UsageCounts, dialect: Dialect, forced: bool | None) -> 
                 includes_cache = False
             else:
                 includes_cache = dialect.input_includes_cache
+                flags.add(MISSING_INCLUSIVE)
         if not includes_cache:
             inp += cached
+    if write and not (split and (w5 or 0) + (w1h or 0) == write):
+        flags.add(MISSING_CACHE_TTL)
+        split = False
+    ordered = [flag for flag in SOURCE_FLAGS if flag in flags]
+    if split and inp is not None and inp >= cached:
+        return {
+            "input_tokens": inp - cached,
+            "cache_read_input_tokens": read or 0,
+            "cache_creation_input_tokens": write or 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1h},
+            "output_tokens": out or 0,
+        }, ordered
     usage: dict[str, Any] = {}
     if inp is not None:
         usage["prompt_tokens"] = inp
@@ -167,7 +203,25 @@ def _usage_block(counts: UsageCounts, dialect: Dialect, forced: bool | None) -> 
         details["cache_write_tokens"] = write
     if details:
         usage["prompt_tokens_details"] = details
-    return usage
+    return usage, ordered
+
+
+# The most consequential first: the one a record carries when it lacks several things.
+_COMPLETENESS_ORDER = (
+    MISSING_USAGE_OBJECT,
+    MISSING_CACHE_DETAIL,
+    MISSING_INCLUSIVE,
+    MISSING_CACHE_TTL,
+)
+
+
+def _completeness(flags: list[str]) -> list[str]:
+    """At most one completeness flag per record (``_COMPLETENESS_ORDER``), so that the flagged
+    share of requests is a plain sum; ``response_cache_hit`` is not one of them."""
+    out = [flag for flag in _COMPLETENESS_ORDER if flag in flags][:1]
+    if RESPONSE_CACHE_HIT in flags:
+        out.append(RESPONSE_CACHE_HIT)
+    return out
 
 
 def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
@@ -201,7 +255,11 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         end_ns = span.end_ns or span.start_ns
         if end_ns > 0:
             record["ts"] = end_ns / 1e9
-        request_id = first_string(attrs, _ID_KEYS, MAX_ID_CHARS)
+        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS)
+        if request_id is None and dialect.request_id is not None:
+            request_id = dialect.request_id(attrs)
+        if request_id is None:
+            request_id = read_string(attrs, A_RESPONSE_ID, MAX_ID_CHARS)
         if request_id is None and span.trace_id and span.span_id:
             request_id = f"{span.trace_id}:{span.span_id}"
         if request_id is not None:
@@ -216,9 +274,11 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
-            usage = _usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            usage, flags = _usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
             if usage:
                 record["usage"] = usage
+            if flags:
+                record["source_flags"] = _completeness(flags)
         if has_savings or S_METHOD in attrs:
             for key, out_key in _SAVINGS_FIELDS:
                 value = read_count(attrs, key)
@@ -235,10 +295,15 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
 
 
 def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) -> BatchResult:
-    """Map every span of a request; rejections and ignores counted by reason."""
+    """Map every span of a request; rejections and ignores counted by reason.
+
+    One provider call reported by several spans is counted once (``correlate``).
+    """
+    opts = options or DEFAULT_OPTIONS
     result = BatchResult()
-    for span in spans:
-        result.add(map_span(span, options))
+    pairs = [(span, map_span(span, opts)) for span in spans]
+    for outcome in correlate(pairs, opts):
+        result.add(outcome)
     return result
 
 
@@ -257,9 +322,15 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
     opts = options or DEFAULT_OPTIONS
     result = BatchResult()
     total = 0
+    pairs: list[tuple[SpanView, SpanOutcome]] = []
     for view in spans_from_json(doc, opts):
         total += 1
-        result.add(view if isinstance(view, Rejected) else map_span(view, opts))
+        if isinstance(view, Rejected):
+            result.add(view)
+        else:
+            pairs.append((view, map_span(view, opts)))
+    for outcome in correlate(pairs, opts):
+        result.add(outcome)
     return result, total
 
 

@@ -26,6 +26,7 @@ class SpanView:
     span_id: str
     start_ns: int
     end_ns: int
+    parent_span_id: str = ""  # lowercase hex, "" for a root span
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +35,14 @@ class MappingOptions:
 
     tenant_attributes: tuple[str, ...] = DEFAULT_TENANT_ATTRIBUTES
     input_includes_cache: bool | None = None  # None: the total decides, else the dialect
+    correlate: bool = True  # one provider call reported by several spans counted once (mapping)
+    correlation_window_seconds: float = 120.0
+    correlation_end_tolerance_seconds: float = 1.0
 
     # key -> wanted? Keys repeat across spans; bounded because clients choose them.
     _decisions: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    # the cross-request memory of the correlation rules (exporter.sources.otlp.correlate)
+    _memory: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def wanted(self, key: str) -> bool:
         decision = self._decisions.get(key)

@@ -30,7 +30,7 @@ def test_collector_file_export_lines() -> None:
                 "model": "gpt-4o-2024-08-06",
                 "provider": "openai",
                 "tenant": "team-a",
-                "source_dialect": "gen_ai",
+                "source_dialect": "openai_v2",
                 "usage": {
                     "prompt_tokens": 2000,
                     "completion_tokens": 150,
@@ -50,6 +50,7 @@ def test_collector_file_export_lines() -> None:
                 "model": "claude-sonnet-4-5-20250929",
                 "provider": "anthropic",
                 "source_dialect": "openinference",
+                "source_flags": ["usage_no_cache_ttl"],
                 "usage": {
                     "prompt_tokens": 1933,
                     "completion_tokens": 90,

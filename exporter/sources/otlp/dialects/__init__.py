@@ -18,15 +18,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.sources.otlp.dialects import (
+    anthropic_sdk,
     gen_ai,
     gen_ai_legacy,
+    langfuse,
+    litellm,
     llm_savings,
+    openai_v2,
     openinference,
+    openlit,
+    openllmetry,
     pydantic_ai,
 )
-from exporter.sources.otlp.dialects.base import Detect, Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import SOURCE_FLAGS, Detect, Dialect, UsageCounts
 
 DIALECTS: tuple[Dialect, ...] = (
+    # by their own attribute names (litellm.*, langfuse.*): before anything reading gen_ai names
+    litellm.DIALECT,
+    langfuse.DIALECT,
+    # by instrumentation scope, each with the gen_ai names read its own way (captured)
+    anthropic_sdk.DIALECT,
+    openlit.DIALECT,
+    openai_v2.DIALECT,
+    openllmetry.DIALECT,
     pydantic_ai.DIALECT,  # before gen_ai: same usage names, told apart by scope or its cache names
     gen_ai.DIALECT,
     gen_ai_legacy.DIALECT,
@@ -60,6 +74,7 @@ __all__ = [
     "DIALECT_KEYS",
     "DIALECT_NAMES",
     "FALLBACK",
+    "SOURCE_FLAGS",
     "Dialect",
     "UsageCounts",
     "detect_dialect",

@@ -5,6 +5,12 @@
 ``llm.model_name``, ``llm.provider``/``llm.system``. The prompt count INCLUDES
 cache reads and writes (the Anthropic and Bedrock instrumentors sum
 ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``).
+Captured (openinference-instrumentation-anthropic 3.1.0, -openai 0.1.66;
+tests/fixtures/dialects/openinference_*): Anthropic 150 fresh + 2000 read +
+1000 written -> prompt 3150, cache_read 2000, cache_write 1000, total 3230;
+OpenAI chat and Responses prompt 3200 with cache_read 3000. No response id
+(the dedupe id is ``<trace>:<span>``) and no 5m/1h split of cache writes
+(flagged ``usage_no_cache_ttl`` when there are writes).
 Model, provider and span kind (``openinference.span.kind``) are read by the
 mapping for every span.
 """
@@ -40,6 +46,7 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
         read_count(attrs, A_OI_CACHE_READ),
         read_count(attrs, A_OI_CACHE_WRITE),
         read_count(attrs, A_OI_TOTAL),
+        includes_cache=True,
     )
 
 

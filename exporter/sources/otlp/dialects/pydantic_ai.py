@@ -53,7 +53,7 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
     total = read_count(attrs, gen_ai.A_TOTAL)
     if total is None:
         total = read_count(attrs, gen_ai.A_LEGACY_TOTAL)
-    return UsageCounts(inp, out, read, write, total)
+    return UsageCounts(inp, out, read, write, total, includes_cache=True)
 
 
 DIALECT = Dialect(

@@ -1,0 +1,377 @@
+"""One provider call, reported by several spans, counted once.
+
+Instrumentations stack: the anthropic SDK's own span under OpenInference's,
+LiteLLM's request span beside an SDK instrumentation, Langfuse wrapping
+OpenAI. Each span is a model call with usage; counted naively, the call is
+counted twice. The rules (docs/telemetry.md, "Counted once"):
+
+(a) Nested spans of one trace. A model-call span whose ancestor (through any
+    spans seen, model calls or not, up to ``MAX_DEPTH`` links) is a model-call
+    span with COMPATIBLE usage (same input total and output, or one of them
+    without usage) reports the same call: they form one family. A family's
+    members in one export request: only the most complete is kept (usage over
+    none, no completeness flag over one, a response id over none; then the
+    first), ``source_dialect`` says which; the others are ignored as
+    ``same_call``. Spans of one trace may come in different export requests
+    (BatchSpanProcessor batches by end time; a child ends first): the rule
+    then holds through a memory of recently seen spans - a span joins the
+    family of an ancestor seen before, and a descendant seen before joins the
+    family of the ancestor it was waiting for. A family keeps the request id
+    it was first emitted with, and every later member is emitted with it, so
+    the pipeline's dedupe counts the first one and counts the rest as
+    duplicates. Across export requests the FIRST exported member therefore
+    wins, not the most complete; with BatchSpanProcessor that is the inner
+    span, which in every captured stack is the more complete one (the SDK's
+    span under OpenInference's).
+(b) The same response id in different traces: the response id is the dedupe
+    key (``gen_ai.response.id``), so the pipeline counts it once; nothing to
+    do here.
+(c) Two spans of one call sharing neither trace nor response id (the
+    anthropic SDK's span and OpenInference's ``messages.stream`` span, each a
+    root of its own trace): a fingerprint of the model, the exact usage
+    numbers (input total, cache read, cache write total, output) and the end
+    time within ``correlation_end_tolerance_seconds`` (default 1 s), only
+    between spans of DIFFERENT dialects, each span matched at most once, and
+    never when both carry response ids (equal ids are rule b, different ids
+    are different calls). False-merge risk: two different calls of the same
+    model with identical usage, ending within the tolerance, each reported by
+    only one of two instrumentations (the other missed it). With both
+    instrumentations seeing every call the one-to-one matching keeps the
+    count right even when identical calls pair up crosswise. Spans without
+    usage or with zero tokens are never fingerprinted.
+
+Re-sent spans (an export retried after a 429) are recognised by their span
+id and get the id they had, so the pipeline dedupes them as before. Nothing
+is ever dropped on the strength of the memory alone: a record dropped here is
+one whose better sibling is in the same export request (which is enqueued or
+refused as a whole).
+
+The memory is bounded: entries older than ``correlation_window_seconds``
+(default 120 s, by arrival) or beyond ``MAX_ENTRIES`` are forgotten; a
+member arriving later than that is counted as a call of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.sources.otlp.attributes import A_RESPONSE_ID
+from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
+from exporter.sources.otlp.spans import (
+    DEFAULT_OPTIONS,
+    Ignored,
+    Mapped,
+    MappingOptions,
+    SpanOutcome,
+    SpanView,
+)
+
+MAX_DEPTH = 8
+MAX_ENTRIES = 65536
+IGNORE_SAME_CALL = "same_call"
+
+Fingerprint = tuple[str, int, int, int, int]
+
+
+@dataclass(slots=True)
+class Member:
+    """One mapped model-call span of an export request, as the correlator sees it."""
+
+    key: str  # "<trace>:<span>"
+    parent_key: str  # "" for a root
+    dialect: str
+    usage: tuple[int, int, int, int] | None  # (input total, cache read, cache write, output)
+    model: str
+    end_ns: int
+    response_id: str | None
+    request_id: str | None
+    rank: tuple[int, int, int]
+    family: int = -1
+    keep: bool = True
+
+
+@dataclass(slots=True)
+class _Family:
+    request_id: str | None
+    usage: tuple[int, int, int, int] | None
+    emitted: bool = False
+
+
+@dataclass(slots=True)
+class _Print:
+    dialect: str
+    end_ns: int
+    family: int
+    has_response_id: bool
+    matched: bool = False
+
+
+@dataclass
+class SpanCorrelator:
+    window_seconds: float = 120.0
+    end_tolerance_ns: int = 1_000_000_000
+    clock: Callable[[], float] = time.monotonic
+    max_entries: int = MAX_ENTRIES
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
+    _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
+    _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
+    _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
+    _families: dict[int, _Family] = field(default_factory=dict)
+    _prints: dict[Fingerprint, list[_Print]] = field(default_factory=dict)
+    _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
+    _next: int = 0
+
+    # --- memory -------------------------------------------------------------
+    def _remember(self, kind: str, key: Any) -> None:
+        self._order.append((self.clock(), kind, key))
+
+    def _evict(self) -> None:
+        horizon = self.clock() - self.window_seconds
+        order = self._order
+        while order and (order[0][0] < horizon or len(order) > self.max_entries):
+            _, kind, key = order.popleft()
+            if kind == "parent":
+                self._parent.pop(key, None)
+            elif kind == "model":
+                family = self._family_of.pop(key, None)
+                self._seen_ids.pop(key, None)
+                if family is not None:
+                    self._families.pop(family, None)
+            elif kind == "pending":
+                self._pending.pop(key, None)
+            elif kind == "print":
+                fp, entry = key
+                entries = self._prints.get(fp)
+                if entries is not None and entry in entries:
+                    entries.remove(entry)
+                    if not entries:
+                        del self._prints[fp]
+
+    def _new_family(self, member: Member) -> int:
+        self._next += 1
+        self._families[self._next] = _Family(member.request_id, member.usage)
+        return self._next
+
+    # --- the rules ------------------------------------------------------------
+    def resolve(self, links: Sequence[tuple[str, str]], members: Sequence[Member]) -> None:
+        """Assign each member its family and request id; mark the ones to drop (``keep``).
+
+        ``links``: (span key, parent key) of every span of the request.
+        """
+        with self._lock:
+            self._evict()
+            for key, parent in links:
+                if parent and key not in self._parent:
+                    self._parent[key] = parent
+                    self._remember("parent", key)
+            # a non-model span links a waiting descendant to its own parent
+            model_keys = {m.key for m in members}
+            for key, parent in links:
+                if key in model_keys:
+                    continue
+                waiting = self._pending.pop(key, None)
+                if waiting is not None and parent:
+                    self._pending[parent] = waiting
+                    self._remember("pending", parent)
+            for member in members:
+                self._place(member)
+            self._choose(members)
+
+    def _resent(self, family: int, member: Member) -> bool:
+        """The same span again (an export retried): same id, same usage."""
+        return self._compatible(family, member) and self._seen_ids.get(member.key) == (
+            member.response_id
+        )
+
+    def _compatible(self, family: int, member: Member) -> bool:
+        known = self._families.get(family)
+        if known is None:
+            return False
+        if known.usage is None or member.usage is None:
+            return True
+        a, b = known.usage, member.usage
+        return a[0] == b[0] and a[3] == b[3]
+
+    def _place(self, member: Member) -> None:
+        again = self._family_of.get(member.key)
+        if again is not None and again in self._families and self._resent(again, member):
+            member.family = again
+            return
+        family = None
+        # (a) an ancestor seen before (this request or an earlier one)
+        cursor, depth, last = member.parent_key, 0, member.parent_key
+        while cursor and depth < MAX_DEPTH:
+            found = self._family_of.get(cursor)
+            if found is not None and self._compatible(found, member):
+                family = found
+                break
+            last = cursor
+            cursor = self._parent.get(cursor, "")
+            depth += 1
+        # (a) a descendant seen before, waiting for this span
+        if family is None:
+            waiting = self._pending.get(member.key)
+            if waiting is not None and self._compatible(waiting, member):
+                family = waiting
+                del self._pending[member.key]
+        # (c) the fingerprint, across dialects
+        fingerprint = self._fingerprint(member)
+        if family is None and fingerprint is not None:
+            family = self._match_print(fingerprint, member)
+        if family is None:
+            family = self._new_family(member)
+            if fingerprint is not None:
+                entry = _Print(member.dialect, member.end_ns, family, member.response_id is not None)
+                self._prints.setdefault(fingerprint, []).append(entry)
+                self._remember("print", (fingerprint, entry))
+        else:
+            known = self._families[family]
+            if known.usage is None:
+                known.usage = member.usage
+        member.family = family
+        self._family_of[member.key] = family
+        self._seen_ids[member.key] = member.response_id
+        self._remember("model", member.key)
+        if last and last not in self._family_of and last not in self._pending:
+            self._pending[last] = family  # an ancestor not seen yet joins when it comes
+            self._remember("pending", last)
+
+    @staticmethod
+    def _fingerprint(member: Member) -> Fingerprint | None:
+        if member.usage is None or not (member.usage[0] or member.usage[3]) or not member.model:
+            return None
+        return (member.model.lower(), *member.usage)
+
+    def _match_print(self, fingerprint: Fingerprint, member: Member) -> int | None:
+        for entry in self._prints.get(fingerprint, ()):
+            if entry.matched or entry.dialect == member.dialect:
+                continue
+            if entry.has_response_id and member.response_id is not None:
+                continue
+            if abs(entry.end_ns - member.end_ns) > self.end_tolerance_ns:
+                continue
+            if entry.family not in self._families:
+                continue
+            entry.matched = True
+            return entry.family
+        return None
+
+    def _choose(self, members: Sequence[Member]) -> None:
+        """Per family: keep the best member of this request unless the family was emitted."""
+        by_family: dict[int, list[Member]] = {}
+        for member in members:
+            by_family.setdefault(member.family, []).append(member)
+        for family_id, group in by_family.items():
+            family = self._families[family_id]
+            if family.emitted:
+                for member in group:  # counted as duplicates by the pipeline's dedupe
+                    member.request_id = family.request_id
+                continue
+            best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
+            with_id = next((m for m in group if m.response_id is not None), None)
+            source = best if best.response_id is not None or with_id is None else with_id
+            family.request_id = source.request_id
+            family.emitted = True
+            for member in group:
+                member.keep = member is best
+                member.request_id = family.request_id
+
+
+# --- the glue to the mapping ---------------------------------------------------------------
+
+
+def _correlator(opts: MappingOptions) -> SpanCorrelator | None:
+    """The options' correlator; a fresh one (this request only) for the shared defaults."""
+    if not opts.correlate:
+        return None
+    if opts is DEFAULT_OPTIONS:
+        return SpanCorrelator(end_tolerance_ns=int(opts.correlation_end_tolerance_seconds * 1e9))
+    found = opts._memory.get("correlator")
+    if found is None:
+        fresh = SpanCorrelator(
+            window_seconds=opts.correlation_window_seconds,
+            end_tolerance_ns=int(opts.correlation_end_tolerance_seconds * 1e9),
+        )
+        found = opts._memory.setdefault("correlator", fresh)
+    assert isinstance(found, SpanCorrelator)
+    return found
+
+
+def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(input total, cache read, cache write, output) of a block ``_usage_block`` made."""
+    if "prompt_tokens" in usage or "completion_tokens" in usage or "prompt_tokens_details" in usage:
+        details = usage.get("prompt_tokens_details") or {}
+        return (
+            usage.get("prompt_tokens") or 0,
+            details.get("cached_tokens") or 0,
+            details.get("cache_write_tokens") or 0,
+            usage.get("completion_tokens") or 0,
+        )
+    read = usage.get("cache_read_input_tokens") or 0
+    write = usage.get("cache_creation_input_tokens") or 0
+    return (usage.get("input_tokens", 0) + read + write, read, write, usage.get("output_tokens") or 0)
+
+
+def _member(span: SpanView, record: dict[str, Any]) -> Member | None:
+    usage = record.get("usage")
+    if not usage or not span.trace_id or not span.span_id:
+        return None
+    if any(key.startswith("llm_savings.") for key in span.attrs):
+        return None  # this project's own spans carry their ids and savings on purpose
+    flags = record.get("source_flags", ())
+    response_id = span.attrs.get(A_RESPONSE_ID)
+    response_id = response_id if isinstance(response_id, str) and response_id else None
+    complete = not any(flag != RESPONSE_CACHE_HIT for flag in flags)
+    return Member(
+        key=f"{span.trace_id}:{span.span_id}",
+        parent_key=f"{span.trace_id}:{span.parent_span_id}" if span.parent_span_id else "",
+        dialect=str(record.get("source_dialect", "")),
+        usage=_usage_numbers(usage),
+        model=str(record.get("model", "")),
+        end_ns=span.end_ns or span.start_ns,
+        response_id=response_id,
+        request_id=record.get("request_id"),
+        rank=(1 if complete else 0, 1 if "cache_creation" in usage else 0, 1 if response_id else 0),
+    )
+
+
+def correlate(
+    pairs: list[tuple[SpanView, SpanOutcome]], opts: MappingOptions
+) -> list[SpanOutcome]:
+    """Apply the counted-once rules to one request's (span, outcome) pairs."""
+    correlator = _correlator(opts)
+    if correlator is None:
+        return [outcome for _, outcome in pairs]
+    links = [
+        (f"{v.trace_id}:{v.span_id}", f"{v.trace_id}:{v.parent_span_id}" if v.parent_span_id else "")
+        for v, _ in pairs
+        if v.trace_id and v.span_id
+    ]
+    members: list[tuple[int, Member]] = []
+    for index, (view, outcome) in enumerate(pairs):
+        if isinstance(outcome, Mapped):
+            member = _member(view, outcome.record)
+            if member is not None:
+                members.append((index, member))
+    outcomes = [outcome for _, outcome in pairs]
+    if not members:
+        return outcomes
+    correlator.resolve(links, [member for _, member in members])
+    for index, member in members:
+        if not member.keep:
+            outcomes[index] = Ignored(IGNORE_SAME_CALL)
+            continue
+        record = outcomes[index]
+        assert isinstance(record, Mapped)
+        if member.request_id is not None:
+            record.record["request_id"] = member.request_id
+    return outcomes
+
+
+__all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "Member", "SpanCorrelator", "correlate"]
