@@ -242,8 +242,10 @@ class Pipeline:
             agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
             return True
         cap = self.max_request_tokens
-        if (usage is not None and (usage.output > cap or usage.prompt_tokens > cap)) or max(
-                before or 0, after or 0, would_save or 0) > cap:
+        if ((usage is not None and (usage.output > cap or usage.fresh_input + usage.cache_read + usage.cache_write_5m
+                                    + usage.cache_write_1h > cap))
+                or (before is not None and before > cap) or (after is not None and after > cap)
+                or (would_save is not None and would_save > cap)):
             agg.count(agg.rejected, (month, "implausible_count"))  # before dedupe: its id stays free
             return True
         if request_id is not None and self.ledger.seen_before(request_id, ts):

@@ -82,6 +82,7 @@ class Config:
     checkpoint_interval_seconds: float = 5.0  # how often offsets + aggregates + ledger are committed
     month_retention: int = 3  # months kept besides the current one; older records are refused
     future_skew_seconds: float = 600.0  # records dated further ahead of the clock are refused (future_ts)
+    max_request_tokens: int = 10_000_000  # a request claiming more tokens (any tier) is refused (implausible_count)
     # /readyz answers 503 once this many checkpoints in a row have failed (unwritable or full state_dir);
     # default 3, at least 1. One success makes it ready again.
     readiness_checkpoint_failures: int = 3

@@ -100,7 +100,8 @@ class Sidecar:
                          labels.tenant_allowlist, labels.model_allowlist)
         self.pipeline = Pipeline(self.prices, timezone=config.timezone, caps=caps, counter=self.counter,
                                  aggregates=aggregates, ledger=ledger, wall_clock=wall_clock,
-                                 future_skew_seconds=config.future_skew_seconds)
+                                 future_skew_seconds=config.future_skew_seconds,
+                                 max_request_tokens=config.max_request_tokens)
         self._apply_retention()
         self.sources: list[SourceRunner] = []
         saved_sources: dict[str, Any] = body.get("sources", {}) if loaded else {}
