@@ -274,12 +274,20 @@ class Logrotate:
             self._scanned.add(key)  # inode + head: a freed inode is reused by the next app.log
             self.on_disk |= ids_in_file(path)
 
-    def stop(self) -> None:
-        """Stop rotating and read what is left (rotated files and the live file)."""
+    def halt(self) -> None:
+        """Stop rotating (waits for a logrotate run in progress)."""
         self._stop.set()
-        self._thread.join(timeout=120)
+        if self._thread.is_alive():
+            self._thread.join(timeout=120)
+
+    def finish(self) -> None:
+        """Read what is left (rotated files and the live file); call once the writer stopped."""
         self._scan_rotated()
         self.on_disk |= ids_in_file(self.log)
+
+    def stop(self) -> None:
+        self.halt()
+        self.finish()
 
 
 # --- the sidecar -----------------------------------------------------------------------------
@@ -579,6 +587,7 @@ def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0
             sidecar.start()
             result.restarts += 1
 
+    completed = False
     try:
         if fault == "kill9":
             if min_gap > 0:  # one kill in each of `restarts` equal slots, at least min_gap apart
@@ -623,9 +632,13 @@ def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0
         else:
             until(duration)
         check_alive()
+        completed = True
     finally:
+        rotator.halt()  # first: a postrotate after the writer exited would fail (kill: no such process)
         summary = writer.stop()
-        rotator.stop()  # after the writer: its final read of the live file must see every line
+        rotator.finish()  # after the writer: its final read of the live file must see every line
+        if not completed and sidecar.alive():  # the scenario itself failed: leave no process behind
+            sidecar.kill9()
     say(f"writer: {summary}")
     result.written = summary["written"]
     result.rate_achieved = round(summary["rate"], 1)
