@@ -55,6 +55,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=5000.0, help="lines per second")
     parser.add_argument("--rotate-every", type=float, default=2.0)
     parser.add_argument("--checkpoint-interval", type=float, default=1.0)
+    parser.add_argument("--min-gap", type=float, default=0.0,
+                        help="kill9: seconds between kills at least (0: independent uniform moments, may cluster)")
+    parser.add_argument("--outage", type=float, default=None, help="sigterm/outage: seconds down")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--workdir", default=None, help="default: a temporary directory")
     parser.add_argument("--json", default=None, help="also write the results here")
@@ -70,6 +73,7 @@ def main() -> int:
         result = run_scenario(base / f"{mode}-{args.fault}", mode, args.fault, duration=args.duration,
                               rate=args.rate, restarts=args.restarts, rotate_every=args.rotate_every,
                               checkpoint_interval=args.checkpoint_interval, seed=args.seed,
+                              min_gap=args.min_gap, outage=args.outage,
                               log=lambda m: print(m, file=sys.stderr, flush=True))
         print(f"{mode}: {time.monotonic() - t:.0f} s wall", file=sys.stderr, flush=True)
         results.append(result)

@@ -65,7 +65,7 @@ LOGROTATE = shutil.which("logrotate") or "/usr/sbin/logrotate"
 PORT_LINE = re.compile(rb"serving /metrics on \S+ \(port (\d+)\)")
 ID_RE = re.compile(rb'"request_id": "w-(\d+)"')
 MODES = ("create", "copytruncate", "compress", "dateext")
-FAULTS = ("graceful", "kill9", "sigterm", "sighup")
+FAULTS = ("graceful", "kill9", "sigterm", "sighup", "outage")
 T = TypeVar("T")
 
 
@@ -274,12 +274,20 @@ class Logrotate:
             self._scanned.add(key)  # inode + head: a freed inode is reused by the next app.log
             self.on_disk |= ids_in_file(path)
 
-    def stop(self) -> None:
-        """Stop rotating and read what is left (rotated files and the live file)."""
+    def halt(self) -> None:
+        """Stop rotating (waits for a logrotate run in progress)."""
         self._stop.set()
-        self._thread.join(timeout=120)
+        if self._thread.is_alive():
+            self._thread.join(timeout=120)
+
+    def finish(self) -> None:
+        """Read what is left (rotated files and the live file); call once the writer stopped."""
         self._scan_rotated()
         self.on_disk |= ids_in_file(self.log)
+
+    def stop(self) -> None:
+        self.halt()
+        self.finish()
 
 
 # --- the sidecar -----------------------------------------------------------------------------
@@ -532,12 +540,19 @@ def _died(sidecar: SidecarProcess, grace: float) -> bool:
 
 def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0, rate: float = 5000.0,
                  restarts: int = 10, rotate_every: float = 2.0, checkpoint_interval: float = 1.0,
-                 seed: int | None = None, log: Callable[[str], None] | None = None) -> Result:
+                 seed: int | None = None, outage: float | None = None, min_gap: float = 0.0,
+                 log: Callable[[str], None] | None = None) -> Result:
     """Writer + logrotate + one fault pattern over ``duration`` seconds; then the oracle.
 
     * ``graceful``: one sidecar all along, SIGTERM at the end.
     * ``kill9``: ``restarts`` times SIGKILL at random moments spread over the run, restart at once.
-    * ``sigterm``: SIGTERM at mid-run (exit code recorded), down for one rotation period, restart.
+      ``min_gap`` 0: independent uniform moments (kills may cluster into a crash loop faster than
+      the checkpoint interval); ``min_gap`` > 0: one kill per equal slot, at least ``min_gap`` apart.
+    * ``sigterm``: SIGTERM at mid-run (exit code recorded), down for ``outage`` seconds (default half
+      a rotation period), restart.
+    * ``outage``: SIGKILL at a third of the run, down for ``outage`` seconds (default: two rotation
+      periods and one second, so a rotated file is rotated again - and compressed, with
+      delaycompress - before the restart), restart. The files are all still on disk (rotate 5).
     * ``sighup``: SIGHUP at mid-run; the process must survive. If it dies (today it does) the run
       is restarted to keep measuring, and ``died_unexpectedly`` says so.
     """
@@ -572,9 +587,16 @@ def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0
             sidecar.start()
             result.restarts += 1
 
+    completed = False
     try:
         if fault == "kill9":
-            moments = sorted(rng.uniform(0.5, duration - 0.5) for _ in range(restarts))
+            if min_gap > 0:  # one kill in each of `restarts` equal slots, at least min_gap apart
+                slot = (duration - 1.0) / restarts
+                if slot < min_gap:
+                    raise ValueError(f"{restarts} restarts {min_gap} s apart do not fit in {duration} s")
+                moments = [0.5 + i * slot + rng.uniform(0, slot - min_gap) for i in range(restarts)]
+            else:  # independent uniform moments: kills may cluster (a crash loop)
+                moments = sorted(rng.uniform(0.5, duration - 0.5) for _ in range(restarts))
             for moment in moments:
                 until(moment)
                 check_alive()
@@ -588,7 +610,15 @@ def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0
             sidecar.signal(signal.SIGTERM)
             result.signals += 1
             result.sigterm_exit_codes.append(sidecar.wait_exit())
-            pace(rotate_every)  # pacing: stay down across one rotation
+            pace(outage if outage is not None else rotate_every / 2)  # pacing: the outage
+            sidecar.start()
+            result.restarts += 1
+            until(duration)
+        elif fault == "outage":
+            until(duration / 3)
+            sidecar.kill9()
+            result.signals += 1
+            pace(outage if outage is not None else 2 * rotate_every + 1.0)  # pacing: down across 2 rotations
             sidecar.start()
             result.restarts += 1
             until(duration)
@@ -602,9 +632,13 @@ def run_scenario(workdir: Path, mode: str, fault: str, *, duration: float = 10.0
         else:
             until(duration)
         check_alive()
+        completed = True
     finally:
+        rotator.halt()  # first: a postrotate after the writer exited would fail (kill: no such process)
         summary = writer.stop()
-        rotator.stop()  # after the writer: its final read of the live file must see every line
+        rotator.finish()  # after the writer: its final read of the live file must see every line
+        if not completed and sidecar.alive():  # the scenario itself failed: leave no process behind
+            sidecar.kill9()
     say(f"writer: {summary}")
     result.written = summary["written"]
     result.rate_achieved = round(summary["rate"], 1)

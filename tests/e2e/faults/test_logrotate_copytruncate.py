@@ -25,21 +25,32 @@ pytestmark = [
     pytest.mark.skipif(not os.path.exists(LOGROTATE), reason="logrotate is not installed (apt-get install logrotate)"),
 ]
 RATE = 5000.0
+# Checkpoint every 0.5 s, kills >= 1.5 s apart, SIGTERM outage of 1 s: the CI runs check restart
+# correctness deterministically. The timing-dependent loss of compress+delaycompress (a file
+# compressed before a restarted sidecar commits its progress) is pinned by the outage test of
+# test_logrotate_compress.py and measured by scripts/fault_soak.py (docs/faults.md).
+CKPT = 0.5
 
 
 def test_graceful(tmp_path: Path) -> None:
-    check_exact(run_scenario(tmp_path, MODE, "graceful", duration=12, rate=RATE, log=print))
+    check_exact(run_scenario(tmp_path, MODE, "graceful", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
 
 
 def test_kill9_restart_loop(tmp_path: Path) -> None:
-    check_exact(run_scenario(tmp_path, MODE, "kill9", duration=16, restarts=10, rate=RATE, log=print))
+    check_exact(run_scenario(tmp_path, MODE, "kill9", duration=20, restarts=10, min_gap=1.5, rate=RATE,
+                             checkpoint_interval=CKPT, log=print))
 
 
 def test_sigterm_mid_run_then_restart(tmp_path: Path) -> None:
-    check_exact(run_scenario(tmp_path, MODE, "sigterm", duration=12, rate=RATE, log=print))
+    check_exact(run_scenario(tmp_path, MODE, "sigterm", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
 
 
 @pytest.mark.xfail(strict=True, reason="issue 13: SIGHUP kills the sidecar (no handler in "
                    "Sidecar.run_until_signalled, default action: terminate, exit -1, no final checkpoint)")
 def test_sighup_mid_run(tmp_path: Path) -> None:
-    check_exact(run_scenario(tmp_path, MODE, "sighup", duration=12, rate=RATE, log=print))
+    check_exact(run_scenario(tmp_path, MODE, "sighup", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
+
+
+def test_kill9_outage_across_two_rotations(tmp_path: Path) -> None:
+    """Down for two rotation periods: every rotated file is still on disk (rotate 5), nothing may be lost."""
+    check_exact(run_scenario(tmp_path, MODE, "outage", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
