@@ -39,6 +39,8 @@ from exporter.exposition.render import (
     Exposition,
     HealthSample,
     check_health_samples,
+    cold_render_gc,
+    freeze_long_lived,
     wants_openmetrics,
 )
 from exporter.exposition.server import Endpoints, MetricsServer
@@ -288,6 +290,7 @@ class Sidecar:
     def start(self) -> None:
         with self.pipeline.lock:  # a self-metric the catalog lacks stops the start, never vanishes from /metrics
             check_health_samples(self.health_samples())
+        freeze_long_lived()  # the restored state, before any thread: full collections never rescan it
         self.server.start()
         if self.receiver is not None:
             self.receiver.start()
@@ -370,7 +373,8 @@ class Sidecar:
             with self.pipeline.lock:
                 health = self.health_samples()
                 frame = self.exposition.take(self.pipeline.aggregates)
-            body = self.exposition.render_frame(frame, health, om)
+            with cold_render_gc(frame.reset):  # no collection pausing ingestion during a cold render
+                body = self.exposition.render_frame(frame, health, om)
         return body, OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
 
     @contextlib.contextmanager

@@ -1,8 +1,10 @@
 """Scrapes during catch-up ingestion, ingestion during a cold render: who waits for whom.
 
-    python -m tests.bench.bench_scrape_while_ingesting [--lines 100000] [--series 100000]
+    python -m tests.bench.bench_scrape_while_ingesting [--lines 100000] [--series 100000] [--runs 3]
 
-Two figures, each measured against the old behaviour in the same run:
+Each figure is measured against the old behaviour in the same run, the
+behaviours alternated ``--runs`` times; medians are printed, with each run's
+figure in brackets:
 
 1. **Scrape lock wait during catch-up.** A real ``Sidecar`` (no threads started)
    catches up on a backlog of ``--lines`` record lines with ``ingest_once``
@@ -13,9 +15,18 @@ Two figures, each measured against the old behaviour in the same run:
 2. **Ingestion stall during a cold render.** The sidecar's aggregates hold
    about ``--series`` series (``bench_scrape.fill``); an ingest thread feeds
    lines in small slices and notes when each slice ends; a cold scrape runs.
-   The stall is the longest gap between two slice ends while the render runs.
-   ``Sidecar.metrics`` (frame copied under the lock, rendered outside) against
-   rendering under the lock (what ``metrics`` did before).
+   The stall is the longest gap between two slice ends from the render's
+   start to 250 ms after its end (a collection the render leaves behind stalls
+   too); ``gc`` is the longest garbage collection in that run (``gc.callbacks``),
+   which pauses every thread, lock or not. ``Sidecar.metrics`` now (frame
+   copied under the lock, rendered outside with the collector off, then
+   ``gc.freeze``; the restored state frozen first, as ``Sidecar.start`` does)
+   against the same without the collector handling, and against rendering
+   under the lock (before the frame).
+3. **Memory over repeated cold renders** (``--renders``, 20): RSS after each,
+   ingestion running, with and without the freezes; then how many objects a
+   collection finds unreachable once everything is unfrozen (garbage cycles a
+   freeze kept: a leak).
 
 Targets: a scrape waits <= 100 ms for the lock; a cold render of 100k series
 stops ingestion <= 100 ms. Not a timed unit test: it prints the figures.
@@ -26,14 +37,16 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from exporter.exposition.render import Exposition
+from exporter.exposition.render import Exposition, freeze_long_lived
 from exporter.sidecar.sidecar import Sidecar
 from tests.bench.bench_scrape import cells_for, fill
+from tests.bench.benchlib import rss_mb
 from tests.support.sidecar import WALL, make_config, record_line
 
 TARGET_MS = 100.0
@@ -87,12 +100,31 @@ def scrape_wait(tmp: Path, lines: int, slice_lines: int) -> dict[str, float]:
             "max_scrape": max(latencies), "catch_up": elapsed}
 
 
-def render_stall(tmp: Path, series: int, under_lock: bool) -> dict[str, float]:
-    """Longest gap between ingestion slices while a cold render of ``series`` series runs."""
+RENDER_MODES = ("new", "previous", "locked")
+MODE_NAMES = {
+    "new": "frame + render outside the lock, collector off + freeze (now)",
+    "previous": "frame + render outside the lock, collector as is         ",
+    "locked": "render under the lock (before the frame)                  ",
+}
+AFTERMATH = 0.25  # s after the render still counted: a collection the render left behind stalls too
+
+
+def _loaded_sidecar(tmp: Path, series_cells: int) -> Sidecar:
+    """A sidecar whose aggregates hold ``series_cells`` cells, as after a restore (not started: no threads)."""
     sidecar = _sidecar(tmp, 0, 200)  # the backlog scrape_wait wrote
     with sidecar.pipeline.lock:
-        sidecar.pipeline.aggregates = fill(cells_for(series))
+        sidecar.pipeline.aggregates = fill(series_cells)
     sidecar.exposition = Exposition(sidecar.pipeline.month_of.start)
+    return sidecar
+
+
+def render_stall(tmp: Path, cells: int, mode: str) -> dict[str, float]:
+    """Longest gap between ingestion slices while a cold render of ``cells`` cells runs (and just after)."""
+    gc.unfreeze()  # every run starts from the same heap: nothing frozen by an earlier run
+    gc.collect()
+    sidecar = _loaded_sidecar(tmp, cells)
+    if mode == "new":
+        freeze_long_lived()  # what Sidecar.start does after the restore
     ends: list[float] = []
     stop = threading.Event()
 
@@ -115,54 +147,131 @@ def render_stall(tmp: Path, series: int, under_lock: bool) -> dict[str, float]:
     time.sleep(0.2)  # benchmark warm-up: let ingestion reach its pace before the render
     gc.callbacks.append(on_gc)
     start = time.perf_counter()
-    if under_lock:  # before: the whole render held the pipeline lock
+    if mode == "new":
+        body, _ = sidecar.metrics(None)
+    elif mode == "previous":  # Sidecar.metrics before cold_render_gc
+        with sidecar.pipeline.lock:
+            health = sidecar.health_samples()
+            frame = sidecar.exposition.take(sidecar.pipeline.aggregates)
+        body = sidecar.exposition.render_frame(frame, health)
+        del frame
+    else:  # before the frame: the whole render held the pipeline lock
         with sidecar.pipeline.lock:
             body = sidecar.exposition.render(sidecar.pipeline.aggregates, sidecar.health_samples())
-    else:
-        body, _ = sidecar.metrics(None)
     finish = time.perf_counter()
+    time.sleep(AFTERMATH + 0.1)
     gc.callbacks.remove(on_gc)
-    time.sleep(0.1)
     stop.set()
     thread.join()
     sidecar.close()
     before = [t for t in ends if t < start]
-    stamps = [*before[-1:], *(t for t in ends if start <= t), finish]
-    gaps = [b - a for a, b in itertools.pairwise(stamps) if a <= finish]
+    stamps = [*before[-1:], *(t for t in ends if start <= t)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps) if a <= finish + AFTERMATH]
     lines = body.count(b"\n") - body.count(b"\n#")
     return {"stall": max(gaps), "render": finish - start, "series": lines, "gc": max(pauses, default=0.0)}
+
+
+def cold_render_memory(tmp: Path, cells: int, renders: int, freeze: bool) -> tuple[list[float], int, int]:
+    """RSS (MB) after each of ``renders`` cold scrapes, ingestion running; frozen objects; frozen cyclic garbage.
+
+    ``freeze``: ``Sidecar.metrics`` as it is now; otherwise with the collector as is
+    (what ``metrics`` did before ``cold_render_gc``). The last figure is what a
+    collection finds unreachable once everything is unfrozen: garbage cycles the
+    freezes kept (a leak), 0 if none.
+    """
+    gc.unfreeze()
+    gc.collect()
+    sidecar = _loaded_sidecar(tmp, cells)
+    if freeze:
+        freeze_long_lived()
+    stop = threading.Event()
+
+    def ingest() -> None:
+        while not stop.is_set():
+            if not sidecar.ingest_once(max_lines=200):
+                time.sleep(0.001)
+
+    thread = threading.Thread(target=ingest)
+    thread.start()
+    rss: list[float] = []
+    for _ in range(renders):
+        with sidecar.pipeline.lock:
+            sidecar.pipeline.aggregates.dirty_all = True  # what a restore or a dropped month sets: a cold render
+        if freeze:
+            sidecar.metrics(None)
+        else:
+            with sidecar.pipeline.lock:
+                health = sidecar.health_samples()
+                frame = sidecar.exposition.take(sidecar.pipeline.aggregates)
+            sidecar.exposition.render_frame(frame, health)
+            del frame
+        rss.append(rss_mb())
+    stop.set()
+    thread.join()
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    leaked = gc.collect()
+    sidecar.close()
+    return rss, frozen, leaked
+
+
+def _ms_each(runs: list[dict[str, float]], key: str) -> str:
+    return " ".join(f"{run[key] * 1e3:.0f}" for run in runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--series", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs per behaviour (alternated) of each figure")
+    parser.add_argument("--renders", type=int, default=20, help="cold renders of the memory check")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        sliced = scrape_wait(tmp, args.lines, 2000)
-        whole = scrape_wait(tmp, args.lines, 20_000)
-        print(f"scrape during catch-up of {args.lines:,} lines "
-              f"({sliced['scrapes']} / {whole['scrapes']} scrapes):")
-        print(f"  sliced (2000 lines): max lock wait {sliced['max_wait'] * 1e3:.1f} ms, "
+        waits: dict[int, list[dict[str, float]]] = {2000: [], 20_000: []}
+        for _ in range(args.runs):
+            for slice_lines, found in waits.items():  # alternated
+                found.append(scrape_wait(tmp, args.lines, slice_lines))
+        sliced, whole = ({key: statistics.median(run[key] for run in found) for key in found[0]}
+                         for found in waits.values())
+        print(f"scrape during catch-up of {args.lines:,} lines (medians of {args.runs} alternating runs; "
+              f"{sliced['scrapes']:.0f} / {whole['scrapes']:.0f} scrapes):")
+        print(f"  sliced (2000 lines): max lock wait {sliced['max_wait'] * 1e3:.1f} ms "
+              f"[{_ms_each(waits[2000], 'max_wait')}], "
               f"median {sliced['median_wait'] * 1e3:.2f} ms, max scrape {sliced['max_scrape'] * 1e3:.1f} ms, "
               f"catch-up {sliced['catch_up']:.2f} s")
-        print(f"  whole pass (20000):  max lock wait {whole['max_wait'] * 1e3:.1f} ms, "
+        print(f"  whole pass (20000):  max lock wait {whole['max_wait'] * 1e3:.1f} ms "
+              f"[{_ms_each(waits[20_000], 'max_wait')}], "
               f"median {whole['median_wait'] * 1e3:.2f} ms, max scrape {whole['max_scrape'] * 1e3:.1f} ms, "
               f"catch-up {whole['catch_up']:.2f} s")
         print(f"  ratio whole/sliced max wait: {whole['max_wait'] / sliced['max_wait']:.1f}x; "
               f"target <= {TARGET_MS:.0f} ms: {'met' if sliced['max_wait'] * 1e3 <= TARGET_MS else 'MISSED'}")
-        outside = render_stall(tmp, args.series, under_lock=False)
-        inside = render_stall(tmp, args.series, under_lock=True)
-        print(f"ingestion during a cold render of {outside['series']:,} series:")
-        print(f"  frame + render outside the lock: max stall {outside['stall'] * 1e3:.1f} ms "
-              f"(render {outside['render'] * 1e3:.0f} ms; longest garbage collection in it "
-              f"{outside['gc'] * 1e3:.1f} ms)")
-        print(f"  render under the lock (before):  max stall {inside['stall'] * 1e3:.1f} ms "
-              f"(render {inside['render'] * 1e3:.0f} ms)")
-        print(f"  ratio before/after stall: {inside['stall'] / outside['stall']:.1f}x; "
-              f"target <= {TARGET_MS:.0f} ms: {'met' if outside['stall'] * 1e3 <= TARGET_MS else 'MISSED'}")
-
+        cells = cells_for(args.series)
+        runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in RENDER_MODES}
+        for _ in range(args.runs):
+            for mode in RENDER_MODES:  # alternated, so load on the shared machine hits all alike
+                runs[mode].append(render_stall(tmp, cells, mode))
+        medians = {mode: {key: statistics.median(run[key] for run in found) for key in found[0]}
+                   for mode, found in runs.items()}
+        print(f"ingestion during a cold render of {int(medians['new']['series']):,} series "
+              f"(medians of {args.runs} alternating runs; stall counted to {AFTERMATH * 1e3:.0f} ms after the render; "
+              f"gc = longest garbage collection in the run):")
+        for mode in RENDER_MODES:
+            found, median = runs[mode], medians[mode]
+            print(f"  {MODE_NAMES[mode]}: max stall {median['stall'] * 1e3:6.1f} ms "
+                  f"[{_ms_each(found, 'stall')}], "
+                  f"gc {median['gc'] * 1e3:5.1f} ms [{_ms_each(found, 'gc')}], "
+                  f"render {median['render'] * 1e3:.0f} ms")
+        new = medians["new"]["stall"]
+        worst = max(run["stall"] for run in runs["new"])
+        print(f"  ratio previous/now stall: {medians['previous']['stall'] / new:.1f}x; "
+              f"target <= {TARGET_MS:.0f} ms: {'met' if worst * 1e3 <= TARGET_MS else 'MISSED'} "
+              f"(worst run {worst * 1e3:.0f} ms)")
+        for freeze in (True, False):
+            rss, frozen, leaked = cold_render_memory(tmp, cells, args.renders, freeze)
+            print(f"  memory over {args.renders} cold renders, {'now     ' if freeze else 'previous'} (ingesting "
+                  f"meanwhile): RSS {' '.join(f'{mb:.0f}' for mb in rss)} MB; "
+                  f"frozen objects at the end {frozen:,}, garbage cycles they kept {leaked:,} objects")
 
 if __name__ == "__main__":
     main()
