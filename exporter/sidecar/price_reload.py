@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +16,22 @@ from exporter.sidecar.health import Health
 
 log = logging.getLogger(__name__)
 PRICE_CHECK_SECONDS = 2.0
+# A table that drops versions still in use applies only after its file held still this long.
+DEFAULT_SHRINK_HOLD_SECONDS = 10.0
 
 
 class PriceReloader:
     """Decides when the price table file is read again and whether what was read may apply."""
 
-    def __init__(self, path: str | None, settle_seconds: float, health: Health, now: float) -> None:
+    def __init__(self, path: str | None, settle_seconds: float, health: Health, now: float, *,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 shrink_hold_seconds: float = DEFAULT_SHRINK_HOLD_SECONDS) -> None:
         self.path = path
         self.settle_seconds = settle_seconds
         self.health = health
+        self.monotonic = monotonic
+        self.shrink_hold_seconds = shrink_hold_seconds
+        self.held: tuple[tuple[int, int, int] | None, float] | None = None  # (stamp, since) of a shrinking table
         self.stamp = self._stat()
         self.checked = now
         self.event = threading.Event()  # a file event in the table's directory
@@ -68,12 +77,29 @@ class PriceReloader:
             self.health.last_price_error = str(exc)
             log.error("price table reload refused, keeping version set %s: %s", current.sha256[:12], exc)
             return None
+        dropped = sorted({v.version for v in current.versions} - {v.version for v in table.versions})
+        if dropped and not self.force and not self._held_long_enough(stamp, dropped):
+            return None  # looked at again at the next periodic check (the stamp is not taken yet)
+        self.held = None
         self.stamp, self.retry, forced, self.force = stamp, False, self.force, False
         if table.sha256 == current.sha256:
             if forced:
                 log.info("price table reload: unchanged (sha256 %s)", table.sha256[:12])
             return None
         return table
+
+    def _held_long_enough(self, stamp: tuple[int, int, int] | None, dropped: list[str]) -> bool:
+        """A table without some versions in use may be a prefix of one still being written in place
+        (a prefix cut at a version boundary is itself a valid table): it applies only once the file
+        has not changed for ``shrink_hold_seconds``, or at once on SIGHUP (the operator says the
+        file is complete). Dropping versions is rare; waiting is cheap."""
+        now = self.monotonic()
+        if self.held is None or self.held[0] != stamp:
+            self.held = (stamp, now)
+            log.info("price table drops version(s) %s: applying it once the file has held still for %.0f s",
+                     ", ".join(dropped), self.shrink_hold_seconds)
+            return False
+        return now - self.held[1] >= self.shrink_hold_seconds
 
     def watch(self) -> Any:
         """A watchdog observer on the table's directory that sets ``event``; None without a file."""

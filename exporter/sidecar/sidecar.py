@@ -1,18 +1,15 @@
 """`run`: the sidecar. Tail sources exactly once, checkpoint, serve /metrics.
 
-Threads: one ingest thread owns the tailers and the checkpoint (so offsets
-and aggregates are always captured together) and feeds the pipeline in
-slices of ``ingest_slice_lines`` under its lock, releasing it between slices;
-the OTLP receiver's dispatcher feeds the same pipeline under that lock, and
-the HTTP server copies what a scrape needs under it (``Exposition.take``) and
-renders outside it. One process owns a state_dir (``StateDirLock``). Signals:
-SIGHUP reloads the price table, SIGTERM/SIGINT stop after a final checkpoint
-that includes every OTLP span already acknowledged. Exactly-once for files: the checkpoint holds each file's offset,
-the aggregates and the dedupe ledger of the same instant; after a crash the
-sidecar resumes from the last checkpoint and re-reads only what that
-checkpoint had not counted. OTLP spans acknowledged after the last checkpoint
-are lost on a crash (never double counted: a client's retry is deduped by
-request id); the checkpoint interval bounds that window.
+Threads: one ingest thread owns the tailers and the checkpoint (offsets and
+aggregates are captured together) and feeds the pipeline in slices of
+``ingest_slice_lines`` under its lock; the OTLP receiver's dispatcher feeds the
+same pipeline under that lock; a scrape copies what it needs under it
+(``Exposition.take``) and renders outside it. One process owns a state_dir
+(``StateDirLock``). SIGHUP reloads the price table; SIGTERM/SIGINT stop after a
+final checkpoint holding every OTLP span already acknowledged. After a crash the
+sidecar resumes from the last checkpoint and re-reads only what it had not
+counted; OTLP spans acknowledged after that checkpoint are lost (never double
+counted: a client's retry is deduped by request id).
 """
 
 from __future__ import annotations
@@ -73,7 +70,8 @@ class Sidecar:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.prices = load_price_table(config.prices)  # refuse to start on a bad table
-        self.reloader = PriceReloader(config.prices, config.price_settle_seconds, self.health, monotonic())
+        self.reloader = PriceReloader(config.prices, config.price_settle_seconds, self.health, monotonic(),
+                                      monotonic=monotonic)
         self._reload_requested = threading.Event()  # set by SIGHUP, served by the ingest loop
         self._render_lock = threading.Lock()  # one render at a time: frames apply in the order taken
         self.lock = StateDirLock(config.state_dir)
@@ -384,7 +382,8 @@ class Sidecar:
             with self.pipeline.lock:
                 health = self.health_samples()
                 frame = self.exposition.take(self.pipeline.aggregates)
-            yield self.exposition.series_of(frame, health)
+            with cold_render_gc(frame.reset):
+                yield self.exposition.series_of(frame, health)
 
     def health_samples(self) -> list[HealthSample]:
         return health_samples(self)

@@ -3,9 +3,9 @@
 The sidecar is killed (SIGKILL) every ~2 s, with the product's default checkpoint interval (5 s),
 while logrotate (create, rotate 5, every 2 s) deletes a rotated file ~10 s after its rotation.
 Every run reads everything within milliseconds of starting; a correct sidecar commits what it
-caught up with, so nothing is lost. Today no run lives long enough to write a checkpoint: each
-restart resumes from the same old position, and once the files it still has to re-read are
-deleted by logrotate their lines are lost.
+caught up with, so nothing is lost. (Before the commit points of issue 13 no run lived long
+enough to write a checkpoint: each restart resumed from the same old position, and once the files
+it still had to re-read were deleted by logrotate their lines were lost.)
 """
 
 from __future__ import annotations
@@ -24,10 +24,6 @@ pytestmark = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: Sidecar._loop writes its first checkpoint only a full "
-                   "checkpoint_interval_seconds (default 5 s) after start, so a sidecar killed every ~2 s "
-                   "never commits progress; it restarts from the same old checkpoint each time and the "
-                   "lines of the rotated files logrotate deletes meanwhile are lost")
 def test_kill_every_2s_with_default_checkpoint_interval_loses_nothing(tmp_path: Path) -> None:
     check_exact(run_scenario(tmp_path, "create", "kill9", duration=24, restarts=10, min_gap=2.0,
                              checkpoint_interval=5.0, log=print))

@@ -40,18 +40,12 @@ def _run(tmp_path: Path, future_ts: str) -> tuple[float, float]:
         assert sidecar.terminate() == 0, sidecar.log_text()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: a record dated 9999-12-01 moves the dedupe window "
-                   "(DedupeLedger._file/_expire follow the newest record time), every id of today is "
-                   "expired and the 100 redelivered ids are counted again as new requests")
 def test_year_9999_record_does_not_expire_todays_ids(tmp_path: Path) -> None:
     requests, duplicates = _run(tmp_path, "9999-12-01T00:00:00Z")
     assert duplicates == N, f"redelivered ids counted as new: requests={requests} duplicates={duplicates}"
     assert requests <= N + 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: a record dated 42 days ahead (past the 40-day window) "
-                   "expires every id of today in DedupeLedger._expire; the 100 redelivered ids are "
-                   "counted again as new requests")
 def test_record_42_days_ahead_does_not_expire_todays_ids(tmp_path: Path) -> None:
     ahead = (datetime.now(UTC) + timedelta(days=42)).strftime("%Y-%m-%dT%H:%M:%SZ")
     requests, duplicates = _run(tmp_path, ahead)

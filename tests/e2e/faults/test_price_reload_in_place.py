@@ -27,9 +27,6 @@ def _published(sidecar: SidecarProcess) -> tuple[str, ...]:
     return tuple(sorted(snap.label_values("llm_savings_price_table_info", "sha256")))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: the hot reload (Sidecar.check_prices -> load_price_table) "
-                   "reads whatever the file holds when its stat changes; a table truncated in place and "
-                   "half rewritten (a valid prefix with fewer versions) is loaded and published")
 def test_price_table_written_in_place_never_loads_a_prefix(tmp_path: Path) -> None:
     old = BUNDLED.read_bytes()
     new = old.replace(b"# Bundled default price table", b"# Rewritten in place: default price table", 1)

@@ -13,9 +13,6 @@ from tests.support.faults import SidecarProcess, now_rfc3339, poll, record_line,
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: SIGHUP has no handler (Sidecar.run_until_signalled "
-                   "handles only SIGTERM and SIGINT), so its default action kills the process without "
-                   "a final checkpoint")
 def test_sighup_keeps_running_and_keeps_counts(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -17,9 +17,6 @@ from tests.support.faults import SidecarProcess, poll, write_config
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: nothing locks state_dir (exporter/checkpoint.py "
-                   "CheckpointStore has no lock): a second sidecar on the same state_dir starts and "
-                   "serves instead of refusing and naming the holder")
 def test_second_sidecar_on_one_state_dir_refuses_naming_the_holder(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
