@@ -32,6 +32,7 @@ import bz2
 import contextlib
 import errno
 import gzip
+import logging
 import lzma
 import os
 import stat
@@ -49,6 +50,7 @@ MAX_PROBES = 64  # files opened to read their magic bytes
 MAX_CANDIDATES = 16  # compressed files whose head is decompressed
 MAX_VERIFY = 3  # head matches decompressed up to the saved offset
 _CHUNK = 1 << 20
+log = logging.getLogger("exporter.sources.tail.tailer")
 # What a damaged (truncated, corrupt) compressed file raises while it is read.
 _DECOMPRESS_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
 
@@ -181,7 +183,9 @@ def _find_compressed(
     min_mtime = None if saved.mtime is None else saved.mtime - MTIME_MARGIN
     prefer = saved.path if saved.compressed else None
     probes = candidates = verified = 0
-    for path, st in _listing(_search_dirs(saved.path, globbed), min_mtime, prefer):
+    listing = _listing(_search_dirs(saved.path, globbed), min_mtime, prefer)
+    log.debug("%s: looking for its compressed successor among %d files", saved.path, len(listing))
+    for path, st in listing:
         if probes >= MAX_PROBES or candidates >= MAX_CANDIDATES or verified >= MAX_VERIFY:
             break
         probes += 1
@@ -195,18 +199,24 @@ def _find_compressed(
                 continue
             candidates += 1
             fmt, opener = found
+            isize = _gzip_isize(raw) if fmt == "gzip" else None
             raw.seek(0)
             stream = opener(raw)
             head = _read_exactly(stream, max(saved.head_len, fingerprint_bytes))
             if len(head) < saved.head_len or _digest(head[: saved.head_len]) != saved.head_hash:
+                log.debug("%s: not the successor of %s (other head)", path, saved.path)
                 continue
+            if isize is not None and saved.unread() == 0 and saved.size is not None and isize == saved.offset % 2**32:
+                return None  # our file, and it ended where we stopped: nothing to read, nothing to decompress
             verified += 1
             at = _seek_to(stream, head, saved.offset)
             if at is None:
+                log.debug("%s: not the successor of %s (shorter than %d)", path, saved.path, saved.offset)
                 continue  # shorter than the offset: not it (or damaged before it)
             before, extra = at
             tail = before[len(before) - saved.tail_len :] if saved.tail_len else b""
             if len(tail) != saved.tail_len or _digest(tail) != saved.tail_hash:
+                log.debug("%s: not the successor of %s (other bytes before %d)", path, saved.path, saved.offset)
                 continue
             f = _File(path, -1, _key_of(st), saved.offset, head[:fingerprint_bytes], before, saved.skipping, now)
             f.buf = extra
@@ -215,7 +225,8 @@ def _find_compressed(
             stream = None  # handed over, not closed below
             raw = None
             return recovery
-        except _DECOMPRESS_ERRORS:
+        except _DECOMPRESS_ERRORS as exc:
+            log.debug("%s: cannot decompress it up to the offset of %s: %r", path, saved.path, exc)
             continue  # damaged before the offset: its bytes are lost
         finally:
             if stream is not None:
@@ -223,6 +234,16 @@ def _find_compressed(
             if raw is not None:
                 raw.close()
     return None
+
+
+def _gzip_isize(raw: IO[bytes]) -> int | None:
+    """The size (mod 2**32) a gzip trailer gives for its last member: the whole file's for one member."""
+    try:
+        raw.seek(-4, os.SEEK_END)
+        data = raw.read(4)
+    except OSError:
+        return None
+    return int.from_bytes(data, "little") if len(data) == 4 else None
 
 
 def _seek_to(stream: IO[bytes], head: bytes, offset: int) -> tuple[bytes, bytes] | None:

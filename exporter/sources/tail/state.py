@@ -363,8 +363,12 @@ def _restore(
 
 
 def _may_recover(saved: _Saved) -> bool:
-    """Worth looking for its compressed successor: bytes unread after the offset (or unknown)."""
-    return saved.size is None or saved.unread() > 0 or saved.compressed
+    """Worth looking for its compressed successor: it has a head to recognise it by.
+
+    Also when it was read to its end at the checkpoint: a file still being written grew
+    after it (the sidecar was killed, the writer went on until the rotation).
+    """
+    return saved.head_len > 0
 
 
 def _recovered_warning(saved: _Saved, recovery: _Recovery) -> str:
