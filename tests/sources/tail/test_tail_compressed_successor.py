@@ -264,3 +264,33 @@ def test_long_line_across_the_offset_is_still_skipped_in_the_compressed_rest(tmp
     assert [ev.skipped for ev in events] == [None] * 5
     assert ids_of(events) == [f"r{i}" for i in range(5, 10)]
     t2.close()
+
+
+@pytest.mark.parametrize("fmt", sorted(COMPRESSORS))
+def test_read_to_its_end_at_the_checkpoint_then_grew_then_compressed(tmp_path: Path, fmt: str) -> None:
+    """The fault-suite case: killed with the live file read to its end; the writer went on."""
+    ext, compress = COMPRESSORS[fmt]
+    log, state, got = checkpointed(tmp_path, "app.log*", 100, 1000)
+    assert len(got) == 100 and state["files"][0]["size"] == state["files"][0]["offset"]
+    append(log, lines(range(100, 180), 20))  # after the kill, before the rotation
+    os.rename(log, tmp_path / "app.log.1")
+    log.write_bytes(lines(range(180, 190)))
+    compress_away(tmp_path / "app.log.1", tmp_path / f"app.log.2{ext}", compress)
+    t = Tailer([str(tmp_path / "app.log*")], use_watchdog=False)
+    t.restore(state)
+    assert ids_of(t.poll()) == [f"r{i}" for i in range(100, 190)]
+    assert sum(t.stats().bytes_lost.values()) == 0
+    t.close()
+
+
+@pytest.mark.parametrize("fmt", sorted(COMPRESSORS))
+def test_read_to_its_end_and_compressed_unchanged_reads_nothing(tmp_path: Path, fmt: str) -> None:
+    ext, compress = COMPRESSORS[fmt]
+    log, state, _ = checkpointed(tmp_path, "app.log*", 100, 1000)
+    compress_away(log, tmp_path / f"app.log.1{ext}", compress)
+    t = Tailer([str(tmp_path / "app.log*")], use_watchdog=False)
+    t.restore(state)
+    assert t.poll() == []
+    assert sum(t.stats().bytes_lost.values()) == 0
+    assert t.stats().bytes_behind == 0
+    t.close()
