@@ -79,7 +79,8 @@ Semantics (the contract the tests hold us to)
   whole read is given back and the file is handled as truncated at once.
 * **Bytes lost** are counted by reason in ``stats().bytes_lost`` and carried
   in the state (so they survive restarts): ``gone_while_stopped`` (a
-  checkpointed file not found at restore, size at the checkpoint minus its
+  checkpointed file not found at restore, or whose inode holds another file
+  now, and not found compressed either: size at the checkpoint minus its
   offset; a file read to its end that is gone is normal rotation, logged at
   debug), ``truncated_unread`` (size last seen minus the offset, at a
   truncation or a truncation while stopped; a copy inside the globs that is
@@ -145,15 +146,45 @@ Semantics (the contract the tests hold us to)
   bytes are identical are taken for copies of each other; raise
   ``fingerprint_bytes`` when every file starts with the same banner.
 * **Compressed files** (gzip, bzip2, xz, zstd, lz4 by their magic bytes),
-  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never read.
+  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never followed: a
+  compressed file with no saved counterpart is never read (its lines were
+  read from the plain file before it was compressed).
+* **Compressed while stopped** (logrotate ``compress``, with or without
+  ``delaycompress``). At restore, a checkpointed file that is gone or whose
+  identity changed (inode reused) is looked for among compressed files
+  (gzip, xz, bzip2 via the stdlib; zstd and lz4 cannot be read, there is no
+  stdlib or base-dependency module for them) in its directory, the directory
+  its symlink points into and the directories of the glob matches: at most
+  64 files probed, 16 compressed candidates whose mtime is not older than
+  the saved file's mtime minus 60 s, newest first, whose *decompressed* head
+  matches the saved head; at most 3 of those are decompressed up to the
+  saved offset, and one whose size reaches it and whose bytes before it
+  match the saved tail is the file. This also runs for a file read to its
+  end at the checkpoint (a writer goes on after a kill); a gzip trailer size
+  equal to the offset ends it without decompressing. The rest is then read
+  by streaming decompression (bounded memory, ``max_line_bytes`` and the
+  partial-line rules as for any file) before every followed file, as
+  events whose ``path`` is the compressed file and whose offsets are in the
+  decompressed data; ``state()`` keeps its position (``"compressed":
+  true``), so a restart resumes inside it. At its end it is retired (an
+  unterminated last line is ``unterminated``); it is never read again.
+  Nothing is counted lost when the rest was recovered. A compressed file
+  damaged before the offset is no candidate; damaged after it, the lines
+  before the damage are read and the rest of the saved size is
+  ``gone_while_stopped``. Still lost (counted ``gone_while_stopped`` when
+  the checkpoint knew of unread bytes): a file compressed and then deleted
+  by ``rotate N`` while stopped; a file not found by these bounds; and a
+  file created, rotated *and* compressed while stopped (no checkpoint ever
+  saw it, nothing is counted: see the limitation across a crash).
 * **Lag**: ``stats().files`` gives size - offset per file.
 
 Modules
 -------
 ``lines`` (events, line rules, stats types), ``files`` (per-file records,
 identity, raw reads), ``state`` (checkpoint schema, restore, re-finding files
-after a restart), ``watch`` (file events that wake :meth:`Tailer.wait`),
-``tailer`` (the :class:`Tailer`). Import from this package, not the modules.
+after a restart), ``compressed`` (finding a file's compressed successor),
+``watch`` (file events that wake :meth:`Tailer.wait`), ``tailer`` (the
+:class:`Tailer`). Import from this package, not the modules.
 """
 
 from exporter.sources.tail.lines import SKIP_REASONS, FileLag, SkipReason, TailEvent, TailStats, normalise_line

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 TAIL_BYTES = 64
-# gzip, bzip2, xz, zstd, lz4: rotated-and-compressed files a broad glob may match.
+# gzip, bzip2, xz, zstd, lz4: rotated-and-compressed files a broad glob may match. They are never
+# followed; only the rest of a file compressed while we were stopped is read from one (compressed.py).
 _COMPRESSED_MAGIC = (b"\x1f\x8b\x08", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
 
 
@@ -68,6 +69,7 @@ class _File:
         "head",
         "key",
         "last_data",
+        "mtime",
         "orphan_since",
         "path",
         "size",
@@ -97,6 +99,7 @@ class _File:
         self.tail = tail  # up to TAIL_BYTES bytes ending at base
         self.skipping = skipping  # inside an over-long line
         self.size = offset
+        self.mtime = 0.0  # st_mtime when last looked at (0: not known); bounds the compressed search at restore
         self.orphan_since: float | None = None
         self.last_data = now
         self.at_eof = False

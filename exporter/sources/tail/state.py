@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from exporter.sources.tail.compressed import _find_compressed, _Recovery
 from exporter.sources.tail.files import (
     _digest,
     _FdExhausted,
@@ -49,6 +50,8 @@ class _Saved(NamedTuple):
     tail_len: int
     tail_hash: str
     size: int | None = None  # the file's size when last seen (None: a checkpoint from before it was kept)
+    mtime: float | None = None  # its mtime when last seen (None: not kept): bounds the compressed search
+    compressed: bool = False  # a compressed successor being read (offsets in the decompressed data)
 
     def retired(self) -> _Retired:
         """Its checkpointed position, kept in case a copy of the file turns up."""
@@ -64,6 +67,10 @@ class _Saved(NamedTuple):
                "tail_len": self.tail_len, "tail_hash": self.tail_hash}
         if self.size is not None:
             out["size"] = self.size
+        if self.mtime is not None:
+            out["mtime"] = self.mtime
+        if self.compressed:
+            out["compressed"] = True
         return out
 
 
@@ -90,14 +97,16 @@ class _Restored(NamedTuple):
     lost: dict[str, int]  # bytes known lost meanwhile, by reason
     pending: list[_Saved]  # not re-found because we ran out of descriptors: kept, retried later
     pending_waiting: list[_SavedWaiting]
+    recovered: list[_Recovery]  # gone files whose rest is read from their compressed successor
 
 
 class _Located(NamedTuple):
-    """A checkpointed file found again: its current name, an open descriptor, its size."""
+    """A checkpointed file found again: its current name, an open descriptor, its size and mtime."""
 
     path: str
     fd: int
     size: int
+    mtime: float
 
 
 def _encode(
@@ -108,6 +117,7 @@ def _encode(
     lost: dict[str, int] | None = None,
     pending: Iterable[_Saved] = (),
     pending_waiting: Iterable[_SavedWaiting] = (),
+    recovering: Iterable[_Recovery] = (),
 ) -> dict[str, Any]:
     """The checkpoint: per file identity and the offset after the last returned line.
 
@@ -130,10 +140,12 @@ def _encode(
                 "tail_len": len(f.tail),
                 "tail_hash": _digest(f.tail),
                 "size": max(f.size, f.base),
+                **({"mtime": f.mtime} if f.mtime else {}),
             }
             for f in files
         ]
-        + [p.to_json() for p in pending],
+        + [p.to_json() for p in pending]
+        + [_recovering_entry(r) for r in recovering],
         "retired": [r.to_json() for r in retired],
         # New files not yet read (empty, or maybe a copy): remembered so that one
         # rotated out of the globs before a restart is still found by inode.
@@ -141,6 +153,13 @@ def _encode(
         + [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in pending_waiting],
         "lost": {k: v for k, v in (lost or {}).items() if v},
     }
+
+
+def _recovering_entry(r: _Recovery) -> dict[str, Any]:
+    """A compressed successor being read: found again at restore by its decompressed fingerprint."""
+    f = r.f
+    return _Saved(f.path, f.key, f.base, f.skipping, len(f.head), _digest(f.head), len(f.tail), _digest(f.tail),
+                  max(r.saved_size, f.size, f.base), r.mtime, True).to_json()
 
 
 def _decode(state: Any) -> _Checkpoint:
@@ -170,6 +189,8 @@ def _decode(state: Any) -> _Checkpoint:
                 int(e["tail_len"]),
                 str(e["tail_hash"]),
                 int(e["size"]) if "size" in e else None,
+                float(e["mtime"]) if "mtime" in e else None,
+                bool(e.get("compressed", False)),
             )
             for e in state["files"]
         ]
@@ -223,7 +244,7 @@ def _locate(
         if _key_of(fst) != key:
             os.close(fd)
             continue
-        return _Located(cand, fd, fst.st_size)
+        return _Located(cand, fd, fst.st_size, fst.st_mtime)
     return None
 
 
@@ -247,15 +268,24 @@ def _restore(
     lost: dict[str, int] = {}
     pending: list[_Saved] = []
     pending_waiting: list[_SavedWaiting] = []
+    recovered: list[_Recovery] = []
     truncations = mismatches = 0
     for saved in checkpoint.files:
         path, key, offset = saved.path, saved.key, saved.offset
+        recovery: _Recovery | None = None
         try:
-            found = _locate(path, key, globbed, open_file)
+            # A compressed successor we were reading is found again by its content only.
+            found = None if saved.compressed else _locate(path, key, globbed, open_file)
+            if found is None:
+                recovery = _find_compressed(saved, globbed, fingerprint_bytes, now) if _may_recover(saved) else None
         except _FdExhausted:
             pending.append(saved)  # there, but no descriptor to spare: keep its offset, retry later
             continue
         if found is None:
+            if recovery is not None:
+                recovered.append(recovery)
+                warnings.append(_recovered_warning(saved, recovery))
+                continue
             unread = saved.unread()
             if unread or saved.size is None:
                 lost["gone_while_stopped"] = lost.get("gone_while_stopped", 0) + unread
@@ -264,7 +294,7 @@ def _restore(
             else:
                 log.debug("%s: gone while stopped, read to its end before (rotated away)", path)
             continue
-        cur_path, fd, size = found
+        cur_path, fd, size, mtime = found
         try:
             head = _pread(fd, min(fingerprint_bytes, size), 0)
             tail = _read_tail(fd, offset) if size >= offset else b""
@@ -275,12 +305,25 @@ def _restore(
             continue
         head_len = saved.head_len
         if head_len and (len(head) < head_len or _digest(head[:head_len]) != saved.head_hash):
-            mismatches += 1
-            retired.append(saved.retired())
             os.close(fd)  # not our file any more: discovery treats it as new
+            # Its inode was freed and reused: the file itself may have been compressed meanwhile.
+            try:
+                recovery = _find_compressed(saved, globbed, fingerprint_bytes, now) if _may_recover(saved) else None
+            except _FdExhausted:
+                pending.append(saved)
+                continue
+            mismatches += 1
+            if recovery is not None:
+                recovered.append(recovery)
+                warnings.append(_recovered_warning(saved, recovery))
+                continue
+            retired.append(saved.retired())
+            unread = saved.unread()
+            if unread:
+                lost["gone_while_stopped"] = lost.get("gone_while_stopped", 0) + unread
             warnings.append(
                 f"{cur_path}: identity changed while stopped (inode reused, or truncated "
-                f"and rewritten); offset {offset} dropped, file read as new"
+                f"and rewritten); offset {offset} dropped ({unread} unread bytes lost), file read as new"
             )
             continue
         if size < offset:
@@ -292,6 +335,7 @@ def _restore(
         else:
             files[key] = _File(cur_path, fd, key, offset, head, tail, saved.skipping, now)
             files[key].size = max(size, offset)
+            files[key].mtime = mtime
             if cur_path != path:
                 warnings.append(f"{path}: renamed to {cur_path} while stopped; following it")
             continue
@@ -301,6 +345,7 @@ def _restore(
         if offset > 0:
             retired.append(saved.retired())
         files[key] = _File(cur_path, fd, key, 0, head, b"", False, now)
+        files[key].mtime = mtime
         warnings.append(f"{cur_path}: {problem} (offset was {offset}); reading it from 0")
     for w in checkpoint.waiting:
         try:
@@ -314,4 +359,18 @@ def _restore(
             os.close(found.fd)
         else:
             waiting[w.key] = _Waiting(found.path, found.fd, w.key, now)
-    return _Restored(warnings, truncations, mismatches, lost, pending, pending_waiting)
+    return _Restored(warnings, truncations, mismatches, lost, pending, pending_waiting, recovered)
+
+
+def _may_recover(saved: _Saved) -> bool:
+    """Worth looking for its compressed successor: it has a head to recognise it by.
+
+    Also when it was read to its end at the checkpoint: a file still being written grew
+    after it (the sidecar was killed, the writer went on until the rotation).
+    """
+    return saved.head_len > 0
+
+
+def _recovered_warning(saved: _Saved, recovery: _Recovery) -> str:
+    return (f"{saved.path}: compressed while stopped; reading the rest from {recovery.f.path} "
+            f"({recovery.fmt}) at offset {saved.offset}")

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from exporter.sources.tail.compressed import _Recovery
 from exporter.sources.tail.files import (
     TAIL_BYTES,
     _digest,
@@ -103,6 +104,7 @@ class Tailer:
         self._deferred: dict[_Key, tuple[str, int]] = {}  # matched, not opened yet (cap, EMFILE): path, size
         self._pending: list[_Saved] = []  # restored entries not re-opened yet (EMFILE): retried each poll
         self._pending_waiting: list[_SavedWaiting] = []
+        self._recovering: list[_Recovery] = []  # rests of files compressed while stopped, read once, in order
         self._matched = 0  # regular files the globs matched at the last poll
         self._warned_empty = False
         self._opened_poll = 0  # opens that succeeded / failed in the last poll
@@ -140,6 +142,8 @@ class Tailer:
         if self._pending or self._pending_waiting:
             self._retry_pending(now)
         self._discover(now)
+        if self._recovering:  # older than every followed file: drained first
+            budget = self._recover(budget, out, now)
         for f in list(self._files.values()):
             if budget <= 0:
                 break
@@ -183,8 +187,10 @@ class Tailer:
         return fd, st
 
     def _open_files(self) -> int:
-        return sum(1 for f in self._files.values() if f.fd >= 0) + sum(
-            1 for w in self._waiting.values() if w.fd >= 0
+        return (
+            sum(1 for f in self._files.values() if f.fd >= 0)
+            + sum(1 for w in self._waiting.values() if w.fd >= 0)
+            + len(self._recovering)
         )
 
     def _make_room(self) -> bool:
@@ -456,8 +462,10 @@ class Tailer:
     def _service(self, f: _File, budget: int, out: list[TailEvent], now: float) -> int:
         """Check one file for truncation, then read it; returns the budget left."""
         known = f.size  # its size at the last poll: what a truncation now cuts off unread
-        size = os.fstat(f.fd).st_size
+        st = os.fstat(f.fd)
+        size = st.st_size
         f.size = size
+        f.mtime = st.st_mtime
         truncated = size < f.base + len(f.buf)
         if not truncated:
             cur = _pread(f.fd, min(self._fp, size), 0)
@@ -522,12 +530,23 @@ class Tailer:
         if f.head and f.base > 0:
             self._retired.append(_Retired(f.head, len(f.head), _digest(f.head), f.base, len(f.tail), _digest(f.tail)))
 
-    def _drain(self, f: _File, budget: int, out: list[TailEvent], *, read: bool, now: float) -> int:
+    def _drain(
+        self,
+        f: _File,
+        budget: int,
+        out: list[TailEvent],
+        *,
+        read: bool,
+        now: float,
+        stream: Callable[[int], bytes] | None = None,
+    ) -> int:
         """Return complete lines from f's buffer, reading on in chunks if read is set.
 
         When it read anything it checks afterwards that the file is still the one it read
         from (head, and the bytes before the first read position); if not, it gives back
-        everything of this call and sets ``f.suspect``.
+        everything of this call and sets ``f.suspect``. With ``stream`` (a decompressed
+        file, read sequentially from ``base + len(buf)``) it reads from that instead, and
+        there is nothing to check: the compressed file is final.
         """
         buf = f.buf
         base = f.base
@@ -568,7 +587,7 @@ class Tailer:
                 if not read:
                     break
                 try:
-                    data = os.pread(fd, _CHUNK, base + len(buf))
+                    data = os.pread(fd, _CHUNK, base + len(buf)) if stream is None else stream(_CHUNK)
                 except OSError as exc:  # keep what was returned consistent with the state
                     self._read_error(path, exc)
                     break
@@ -618,7 +637,7 @@ class Tailer:
             append(TailEvent(path, line, lstart, base + start))
             budget -= 1
             lines += 1
-        if nread and not self._same_file(f, fd, first, before, read_at):
+        if nread and stream is None and not self._same_file(f, fd, first, before, read_at):
             del out[n_out:]  # read from a newer generation of the file: give it all back
             f.suspect = True
             return budget0
@@ -656,6 +675,36 @@ class Tailer:
             f.head = cur
         return True
 
+    def _recover(self, budget: int, out: list[TailEvent], now: float) -> int:
+        """Read the rests found in compressed files at restore; retire each at its end."""
+        for rec in list(self._recovering):
+            if budget <= 0:
+                break
+            f = rec.f
+            budget = self._drain(f, budget, out, read=True, now=now, stream=rec.read)
+            if f.at_eof and b"\n" not in f.buf:
+                self._finish_recovery(rec)
+        return budget
+
+    def _finish_recovery(self, rec: _Recovery) -> None:
+        self._recovering.remove(rec)
+        rec.close()
+        f = rec.f
+        if rec.corrupt:
+            lost = max(rec.saved_size, f.base + len(f.buf)) - f.base
+            self._lose("gone_while_stopped", lost)
+            self._abandoned += len(f.buf)
+            log.warning("%s: damaged %s data after offset %d; %d unread bytes lost", f.path, rec.fmt, f.base, lost)
+        elif f.buf:
+            log.warning("%s: compressed file ends with an unterminated line (%d bytes)", f.path, len(f.buf))
+            self._abandoned += len(f.buf)
+            self._lose("unterminated", len(f.buf))
+        else:
+            log.info("%s: rest of a file compressed while stopped read to its end (%d)", f.path, f.base)
+        self._retire(f)
+        self._compressed[f.key] = f.path  # never followed itself
+        self._commit_hints += 1
+
     def _reap(self, now: float) -> None:
         """Close files that left the globs once drained and quiet for rotate_grace."""
         for f in list(self._files.values()):
@@ -689,11 +738,12 @@ class Tailer:
             self._lost,
             self._pending,
             self._pending_waiting,
+            self._recovering,
         )
 
     def restore(self, state: dict[str, Any]) -> list[str]:
         """Resume from a checkpoint; returns warnings about files that changed meanwhile."""
-        if self._started or self._files or self._waiting:
+        if self._started or self._files or self._waiting or self._recovering:
             raise RuntimeError("restore() must be called on a new tailer, before poll()")
         checkpoint = _decode(state)
         for reason, nbytes in checkpoint.lost.items():  # the counter survives restarts
@@ -719,6 +769,9 @@ class Tailer:
             self._lose(reason, nbytes)
         self._pending.extend(restored.pending)
         self._pending_waiting.extend(restored.pending_waiting)
+        if restored.recovered:
+            self._recovering.extend(restored.recovered)
+            self._commit_hints += 1
         if restored.pending and not self._pending_warned:
             self._pending_warned = True
             log.warning("source %s: out of file descriptors; %d saved file(s) kept and retried",
@@ -731,7 +784,11 @@ class Tailer:
 
     def stats(self) -> TailStats:
         """A snapshot of the counters and per-file lag (size - offset at the last poll)."""
-        files = tuple(FileLag(f.path, f.base, f.size, max(0, f.size - f.base)) for f in self._files.values())
+        files = tuple(FileLag(f.path, f.base, f.size, max(0, f.size - f.base)) for f in self._files.values()) + tuple(
+            FileLag(r.f.path, r.f.base, size, size - r.f.base)
+            for r in self._recovering
+            for size in [max(r.saved_size, r.f.base + len(r.f.buf))]
+        )
         return TailStats(
             source=self._source,
             lines_read=self._lines,
@@ -776,6 +833,9 @@ class Tailer:
         """Close every descriptor and stop the watcher."""
         self._closed = True
         self._watcher.stop()
+        for rec in self._recovering:
+            rec.close()
+        self._recovering.clear()
         for f in self._files.values():
             if f.fd >= 0:
                 os.close(f.fd)
