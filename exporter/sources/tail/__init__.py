@@ -11,7 +11,8 @@ API
 ---
 ``Tailer(patterns, *, max_line_bytes=1 MiB, fingerprint_bytes=256,
 use_watchdog=True, poll_interval=1.0, clock=time.monotonic,
-source_name="jsonl", rotate_grace=5.0, copy_settle=2.0, max_open_files=256)``
+source_name="jsonl", rotate_grace=5.0, copy_settle=2.0, max_open_files=256,
+wall_clock=time.time)``
 
 * ``poll(max_lines=None) -> list[TailEvent]`` - one non-blocking pass:
   discover files matching the globs, check each followed file for
@@ -21,7 +22,9 @@ source_name="jsonl", rotate_grace=5.0, copy_settle=2.0, max_open_files=256)``
   the rest stays buffered (bounded) and ``state()`` stops exactly there.
 * ``wait(timeout)`` - block until a watchdog event or
   ``min(timeout, poll_interval)`` has passed.
-* ``state() -> dict`` - JSON-serialisable checkpoint.
+* ``state() -> dict`` - JSON-serialisable checkpoint; ``saved_at`` is the
+  ``wall_clock`` time of the discovery it reflects (the last poll's start,
+  or the restore).
 * ``restore(state) -> list[str]`` - on a fresh tailer, before the first
   poll; returns human-readable warnings (truncated, rewritten, gone...).
 * ``stats() -> TailStats`` - counters, per-file lag, ``bytes_lost`` by reason,
@@ -130,7 +133,7 @@ Semantics (the contract the tests hold us to)
   changed (inode reused, or truncated and rewritten), size below the offset
   (truncated) or the bytes before the offset changed (rewritten): the file
   restarts at 0 and a warning says so. A file that is gone is reported.
-* **Limitation across a crash:** a file that is created *and* rotated out
+* **Limitation across a crash:** a plain file that is created *and* rotated out
   of the globs between two checkpoints was never checkpointed, so a tailer
   restored after a crash cannot find it. Let the globs match the rotated
   names too (``app.log*``): identity makes that free of double reads.
@@ -146,9 +149,10 @@ Semantics (the contract the tests hold us to)
   bytes are identical are taken for copies of each other; raise
   ``fingerprint_bytes`` when every file starts with the same banner.
 * **Compressed files** (gzip, bzip2, xz, zstd, lz4 by their magic bytes),
-  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never followed: a
-  compressed file with no saved counterpart is never read (its lines were
-  read from the plain file before it was compressed).
+  e.g. ``app.log.2.gz`` matched by ``app.log*``, are never followed: while
+  polling, a compressed file is never read (its lines were read from the
+  plain file before it was compressed). Only a restore reads one: see the
+  two rules below.
 * **Compressed while stopped** (logrotate ``compress``, with or without
   ``delaycompress``). At restore, a checkpointed file that is gone or whose
   identity changed (inode reused) is looked for among compressed files
@@ -173,9 +177,39 @@ Semantics (the contract the tests hold us to)
   before the damage are read and the rest of the saved size is
   ``gone_while_stopped``. Still lost (counted ``gone_while_stopped`` when
   the checkpoint knew of unread bytes): a file compressed and then deleted
-  by ``rotate N`` while stopped; a file not found by these bounds; and a
-  file created, rotated *and* compressed while stopped (no checkpoint ever
-  saw it, nothing is counted: see the limitation across a crash).
+  by ``rotate N`` while stopped; a file not found by these bounds.
+* **Created, rotated and compressed while stopped** (no checkpoint saw it).
+  At restore only, and only when the state has ``saved_at`` (older states
+  skip this rule): a gzip, xz or bzip2 file matched by the globs whose mtime
+  is later than ``saved_at`` and whose decompressed head matches no saved
+  followed, retired, waiting or just-recovered file (their stored head
+  digest over their stored head length; a file already followed or recovered
+  is skipped by device and inode too) is read from offset 0 by the same
+  streaming path, then retired. At most 8 (newest first, read oldest first),
+  64 files probed; each is logged at info level (path, compressed bytes). A
+  checkpoint taken while one is read resumes inside it; once read its head is
+  retired, and its mtime is before any later ``saved_at``, so it is never
+  read again. Why this does not double count: gzip, xz, bzip2 and logrotate
+  keep the original's mtime on the compressed file (checked: ``gzip -k`` and
+  logrotate 3.21 ``compress`` give the ``.gz`` the plain file's mtime), so
+  a candidate's mtime is its last write. A file read (and possibly retired)
+  before the checkpoint had that write read before ``saved_at`` unless it
+  was written *after* the checkpoint, i.e. unless it is still in the saved
+  files (whose heads exclude it). The remaining double-read cases: (1) a
+  rotated file reaped after ``rotate_grace`` quiet seconds that its writer
+  then appends to again (its mtime moves past ``saved_at``) and whose
+  retired entry fell out of the retired list (32 entries) before the
+  checkpoint; (2) a ``compresscmd`` that does not keep mtimes, or mtimes
+  touched by hand, or the wall clock stepped back past them, with the same
+  retired-list overflow; (3) a copytruncate copy made while stopped by a
+  tool that sets a new mtime, whose original was retired and forgotten. In
+  each the whole file is read from 0 again: its records are redelivered ids,
+  which the request-id ledger counts as duplicates, so request totals stay
+  exact. Risk the other way (loss, not counted): a known file whose stored
+  head is short (a new file with a few bytes at the checkpoint) hides every
+  candidate that starts with the same bytes; a file created between the
+  last discovery and a coarse mtime tick (a few ms) is neither saved nor
+  newer than ``saved_at``.
 * **Lag**: ``stats().files`` gives size - offset per file.
 
 Modules

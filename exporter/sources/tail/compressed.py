@@ -259,3 +259,80 @@ def _seek_to(stream: IO[bytes], head: bytes, offset: int) -> tuple[bytes, bytes]
         pos += len(data)
         last = data[-TAIL_BYTES:] if len(data) >= TAIL_BYTES else (last + data)[-TAIL_BYTES:]
     return last, b""
+
+
+MAX_UNSEEN = 8  # compressed files no checkpoint saw that one restore reads (newest first)
+
+
+def _find_unseen(
+    globbed: Iterable[str],
+    saved_at: float,
+    known: Iterable[tuple[int, str]],
+    skip: set[_Key],
+    fingerprint_bytes: int,
+    now: float,
+) -> list[_Recovery]:
+    """Compressed files in the globs that no checkpoint saw: newer than ``saved_at``, unknown head.
+
+    ``known`` holds the (head length, head digest) of every saved, retired, waiting and
+    recovered file: a candidate whose decompressed head starts like one of them is that
+    file (already read, or being read) and is not taken. ``skip`` holds device and inode
+    pairs already followed or recovered. At most :data:`MAX_UNSEEN` are returned, oldest
+    first (the order they were written in), each as a :class:`_Recovery` at offset 0.
+    ``_FdExhausted`` propagates.
+    """
+    heads = [(n, h) for n, h in known if n > 0]
+    listing: list[tuple[str, os.stat_result]] = []
+    seen: set[_Key] = set(skip)
+    for path in globbed:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        key = _key_of(st)
+        if key in seen or not stat.S_ISREG(st.st_mode) or st.st_size == 0 or st.st_mtime <= saved_at:
+            continue
+        seen.add(key)
+        listing.append((path, st))
+    listing.sort(key=lambda ps: -ps[1].st_mtime)
+    found: list[_Recovery] = []
+    probes = 0
+    for path, st in listing:
+        if probes >= MAX_PROBES or len(found) >= MAX_UNSEEN:
+            break
+        probes += 1
+        raw = _open_raw(path)
+        if raw is None:
+            continue
+        stream: IO[bytes] | None = None
+        try:
+            opened = _opener(raw.read(6))
+            if opened is None:
+                continue  # a plain file: discovery reads it
+            fmt, opener = opened
+            raw.seek(0)
+            stream = opener(raw)
+            head = _read_exactly(stream, fingerprint_bytes)
+            if not head:
+                continue
+            if any(len(head) >= n and _digest(head[:n]) == h for n, h in heads):
+                log.debug("%s: compressed, newer than the checkpoint, but a known file", path)
+                continue
+            f = _File(path, -1, _key_of(st), 0, head, b"", False, now)
+            f.buf = head
+            f.size = len(head)
+            found.append(_Recovery(f, raw, stream, fmt, 0, st.st_mtime))
+            log.info("%s: compressed file created after the checkpoint (%d bytes %s, no saved counterpart); "
+                     "reading it from 0", path, st.st_size, fmt)
+            stream = None
+            raw = None
+        except _DECOMPRESS_ERRORS as exc:
+            log.debug("%s: cannot decompress its head: %r", path, exc)
+            continue
+        finally:
+            if stream is not None:
+                stream.close()
+            if raw is not None:
+                raw.close()
+    found.reverse()
+    return found

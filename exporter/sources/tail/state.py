@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from exporter.sources.tail.compressed import _find_compressed, _Recovery
+from exporter.sources.tail.compressed import _find_compressed, _find_unseen, _Recovery
 from exporter.sources.tail.files import (
     _digest,
     _FdExhausted,
@@ -86,6 +86,7 @@ class _Checkpoint(NamedTuple):
     files: list[_Saved]
     waiting: list[_SavedWaiting]
     lost: dict[str, int]
+    saved_at: float | None = None  # wall time of the discovery it reflects (None: older state, or a retry)
 
 
 class _Restored(NamedTuple):
@@ -118,6 +119,7 @@ def _encode(
     pending: Iterable[_Saved] = (),
     pending_waiting: Iterable[_SavedWaiting] = (),
     recovering: Iterable[_Recovery] = (),
+    saved_at: float | None = None,
 ) -> dict[str, Any]:
     """The checkpoint: per file identity and the offset after the last returned line.
 
@@ -125,7 +127,7 @@ def _encode(
     they were read, so a checkpoint taken meanwhile never drops their offsets; ``lost``
     carries the bytes-lost counters across restarts.
     """
-    return {
+    out: dict[str, Any] = {
         "schema": STATE_SCHEMA,
         "source": source,
         "files": [
@@ -153,6 +155,10 @@ def _encode(
         + [{"path": w.path, "dev": w.key.dev, "ino": w.key.ino} for w in pending_waiting],
         "lost": {k: v for k, v in (lost or {}).items() if v},
     }
+    if saved_at is not None:
+        # Compressed files newer than this that match nothing saved were never seen: read at restore.
+        out["saved_at"] = saved_at
+    return out
 
 
 def _recovering_entry(r: _Recovery) -> dict[str, Any]:
@@ -196,9 +202,10 @@ def _decode(state: Any) -> _Checkpoint:
         ]
         waiting = [_SavedWaiting(str(e["path"]), _Key(int(e["dev"]), int(e["ino"]))) for e in state.get("waiting", [])]
         lost = {str(k): int(v) for k, v in state.get("lost", {}).items()}
+        saved_at = float(state["saved_at"]) if state.get("saved_at") is not None else None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"malformed tailer state: {exc!r}") from exc
-    return _Checkpoint(retired, files, waiting, lost)
+    return _Checkpoint(retired, files, waiting, lost, saved_at)
 
 
 def _locate(
@@ -359,7 +366,41 @@ def _restore(
             os.close(found.fd)
         else:
             waiting[w.key] = _Waiting(found.path, found.fd, w.key, now)
+    if checkpoint.saved_at is not None:
+        try:
+            unseen = _find_unseen(globbed, checkpoint.saved_at, _known_heads(checkpoint, files, waiting, retired,
+                                                                             recovered, fingerprint_bytes),
+                                  {*files, *waiting, *(r.f.key for r in recovered)}, fingerprint_bytes, now)
+        except _FdExhausted:
+            unseen = []
+            warnings.append("out of file descriptors: compressed files created after the checkpoint not looked for")
+        for rec in unseen:
+            recovered.append(rec)
+            warnings.append(f"{rec.f.path}: compressed after the checkpoint and matching no saved file; "
+                            f"reading it from 0 ({rec.fmt})")
     return _Restored(warnings, truncations, mismatches, lost, pending, pending_waiting, recovered)
+
+
+def _known_heads(
+    checkpoint: _Checkpoint,
+    files: dict[_Key, _File],
+    waiting: dict[_Key, _Waiting],
+    retired: Iterable[_Retired],
+    recovered: Iterable[_Recovery],
+    fingerprint_bytes: int,
+) -> list[tuple[int, str]]:
+    """(head length, head digest) of every file the checkpoint or this restore knows of."""
+    known = [(s.head_len, s.head_hash) for s in checkpoint.files]
+    known += [(r.head_len, r.head_hash) for r in [*checkpoint.retired, *retired]]
+    known += [(len(f.head), _digest(f.head)) for f in [*files.values(), *(r.f for r in recovered)]]
+    for w in waiting.values():
+        if w.fd >= 0:
+            try:
+                head = _pread(w.fd, fingerprint_bytes, 0)
+            except OSError:
+                continue
+            known.append((len(head), _digest(head)))
+    return known
 
 
 def _may_recover(saved: _Saved) -> bool:

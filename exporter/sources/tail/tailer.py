@@ -80,6 +80,7 @@ class Tailer:
         rotate_grace: float = 5.0,
         copy_settle: float = 2.0,
         max_open_files: int = 256,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if isinstance(patterns, str):
             raise TypeError("patterns must be a sequence of globs, not one string")
@@ -89,6 +90,10 @@ class Tailer:
         self._max_line = max_line_bytes
         self._fp = fingerprint_bytes
         self._clock = clock
+        self._wall = wall_clock
+        # Wall time of the last discovery (poll or restore): what ``state()`` describes. A
+        # compressed file newer than it that matches no saved file is read at restore.
+        self._seen_at: float | None = None
         self._source = source_name
         self._grace = rotate_grace
         self._settle = copy_settle
@@ -141,6 +146,7 @@ class Tailer:
         self._opened_poll = self._failed_poll = 0
         if self._pending or self._pending_waiting:
             self._retry_pending(now)
+        self._seen_at = self._wall()
         self._discover(now)
         if self._recovering:  # older than every followed file: drained first
             budget = self._recover(budget, out, now)
@@ -739,6 +745,7 @@ class Tailer:
             self._pending,
             self._pending_waiting,
             self._recovering,
+            self._wall() if self._seen_at is None else self._seen_at,
         )
 
     def restore(self, state: dict[str, Any]) -> list[str]:
@@ -746,6 +753,7 @@ class Tailer:
         if self._started or self._files or self._waiting or self._recovering:
             raise RuntimeError("restore() must be called on a new tailer, before poll()")
         checkpoint = _decode(state)
+        self._seen_at = self._wall()
         for reason, nbytes in checkpoint.lost.items():  # the counter survives restarts
             self._lost[reason] = self._lost.get(reason, 0) + nbytes
         restored = _restore(

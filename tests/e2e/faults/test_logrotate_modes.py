@@ -56,15 +56,7 @@ def test_sighup_mid_run(tmp_path: Path, mode: str) -> None:
     check_exact(run_scenario(tmp_path, mode, "sighup", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
 
 
-COMPRESSED_WHILE_DOWN = pytest.mark.xfail(
-    strict=True, reason="issue 13, what remains: the outage spans three rotations, so the file created just after "
-    "the kill is rotated AND compressed before the restart; no checkpoint ever saw it and a compressed file "
-    "with no saved counterpart is never read, so its lines (one rotation period) are lost. The rest of the "
-    "file followed at the kill is read from its .gz")
-
-
-@pytest.mark.parametrize("mode", [m if m != "compress" else pytest.param(m, marks=COMPRESSED_WHILE_DOWN)
-                                  for m in MODES])
+@pytest.mark.parametrize("mode", MODES)
 def test_kill9_outage_across_two_rotations(tmp_path: Path, mode: str) -> None:
     """Down for two rotation periods: every rotated file is still on disk (rotate 5), nothing may be lost."""
     check_exact(run_scenario(tmp_path, mode, "outage", duration=12, rate=RATE, checkpoint_interval=CKPT, log=print))
