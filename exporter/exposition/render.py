@@ -19,8 +19,6 @@ names all come from ``exporter.catalog``.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -348,50 +346,6 @@ class Exposition:
         return "".join(out).encode("utf-8")
 
 
-def freeze_long_lived() -> None:
-    """Collect once, then move every surviving object to the permanent generation (``gc.freeze``).
-
-    For start-up, after the restore and before any thread runs: the restored
-    aggregates and dedupe ledger live as long as the process, and a full (gen-2)
-    collection, which pauses every thread, would otherwise rescan them each time.
-    Frozen objects are still freed by reference counting; only a cycle that
-    becomes garbage after the freeze is never collected (the state holds none).
-    """
-    gc.collect()
-    gc.freeze()
-
-
-@contextlib.contextmanager
-def cold_render_gc(cold: bool) -> Iterator[None]:
-    """Around a render: if ``cold``, no garbage collection during it and what it built frozen after it.
-
-    A cold render (``Frame.reset``) allocates hundreds of thousands of container
-    objects (series keys, member lists, label texts) that stay in the
-    ``Exposition``'s caches; with the collector on, they trigger full
-    collections that pause every thread (ingestion too) for 50-150 ms at 100k
-    series. Here the collector is off for the render (process-wide, so ingestion
-    meanwhile runs without collections too, for the render's length) and
-    ``gc.freeze()`` afterwards moves everything alive into the permanent
-    generation, so the new caches are never scanned, with no collection pause at
-    all. The cost: a garbage cycle pending at that instant is never collected;
-    cold renders are rare (start-up, retention dropping a month), and the
-    caches of the last cold render are freed by reference counting on the next.
-    A steady render (not ``cold``) is left alone. The collector is re-enabled
-    (if it was on) even when the render raises; nothing is frozen then.
-    """
-    if not cold:
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def wants_openmetrics(accept: str | None) -> bool:
     return bool(accept) and "application/openmetrics-text" in (accept or "")
 
@@ -402,6 +356,6 @@ def render_for(accept: str | None, exposition: Exposition, agg: Aggregates,
     return exposition.render(agg, health, om), OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
 
 
-__all__ = ["Exposition", "Frame", "HealthSample", "UnknownMetric", "check_health_samples", "cold_render_gc",
-           "freeze_long_lived", "render_for", "wants_openmetrics"]
+__all__ = ["Exposition", "Frame", "HealthSample", "UnknownMetric", "check_health_samples", "render_for",
+           "wants_openmetrics"]
 

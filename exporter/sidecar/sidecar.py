@@ -30,14 +30,13 @@ from exporter.engine.aggregate import Aggregates
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
+from exporter.exposition.collector import cold_render_gc, freeze_long_lived
 from exporter.exposition.render import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
     Exposition,
     HealthSample,
     check_health_samples,
-    cold_render_gc,
-    freeze_long_lived,
     wants_openmetrics,
 )
 from exporter.exposition.server import Endpoints, MetricsServer

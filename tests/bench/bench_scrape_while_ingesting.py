@@ -43,7 +43,8 @@ import threading
 import time
 from pathlib import Path
 
-from exporter.exposition.render import Exposition, freeze_long_lived
+from exporter.exposition.collector import freeze_long_lived
+from exporter.exposition.render import Exposition
 from exporter.sidecar.sidecar import Sidecar
 from tests.bench.bench_scrape import cells_for, fill
 from tests.bench.benchlib import rss_mb

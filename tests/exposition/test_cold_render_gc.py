@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.exposition.render import cold_render_gc
+from exporter.exposition.collector import cold_render_gc
 
 
 @pytest.fixture(autouse=True)
