@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh clone: a virtualenv with the package, and for
-# tests the Debian packages (promtool and a real Prometheus server, logrotate).
+# tests the Debian packages (promtool and a real Prometheus server, logrotate, mtail).
 #   scripts/setup.sh          # runtime only (what `make demo` needs)
 #   scripts/setup.sh --test   # plus test dependencies and Debian packages
 set -euo pipefail
@@ -24,6 +24,8 @@ if [ "${1:-}" = "--test" ]; then
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
   # the fault suite drives the real logrotate binary
   command -v logrotate >/dev/null 2>&1 || [ -x /usr/sbin/logrotate ] || need+=(logrotate)
+  # the benchmark peer whose sums a test compares with replay's
+  command -v mtail >/dev/null 2>&1 || need+=(mtail)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
