@@ -133,6 +133,10 @@ class Pipeline:
         self.aggregates = aggregates if aggregates is not None else Aggregates()
         self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
+        # rejections counted by this pipeline and the reason of the last one: a source that feeds
+        # one line at a time tells which line was rejected without diffing the rejected table
+        self.rejections = 0
+        self.last_rejection = ""
         self.wall = wall_clock
         self.future_skew_seconds = future_skew_seconds
         self.max_request_tokens = max_request_tokens  # above it: implausible_count, never priced
@@ -207,10 +211,9 @@ class Pipeline:
 
     # --- the arithmetic -----------------------------------------------------
     def _consume(self, result: Record | Rejection) -> None:
-        agg = self.aggregates
         if isinstance(result, Rejection):
             month = self.month_of(result.ts) if result.ts is not None else UNKNOWN_MONTH
-            agg.count(agg.rejected, (month, result.reason))
+            self._count_rejection(month, result.reason)
             return
         self.apply(result)
 
@@ -231,7 +234,7 @@ class Pipeline:
         agg = self.aggregates
         if ts > self._future_limit and self._is_future(ts):
             # dated ahead of the clock: it must not open a month nor move the dedupe window
-            agg.count(agg.rejected, (UNKNOWN_MONTH, "future_ts"))
+            self._count_rejection(UNKNOWN_MONTH, "future_ts")
             return True
         slot = self._slots.get(ts // SLOT_SECONDS)
         if slot is None:
@@ -239,14 +242,14 @@ class Pipeline:
         month, version = slot
         if self.oldest_month is not None and month < self.oldest_month:
             # its own month is no longer published: count it where it stays visible
-            agg.count(agg.rejected, (UNKNOWN_MONTH, "expired_month"))
+            self._count_rejection(UNKNOWN_MONTH, "expired_month")
             return True
         cap = self.max_request_tokens
         if ((usage is not None and (usage.output > cap or usage.fresh_input + usage.cache_read + usage.cache_write_5m
                                     + usage.cache_write_1h > cap))
                 or (before is not None and before > cap) or (after is not None and after > cap)
                 or (would_save is not None and would_save > cap)):
-            agg.count(agg.rejected, (month, "implausible_count"))  # before dedupe: its id stays free
+            self._count_rejection(month, "implausible_count")  # before dedupe: its id stays free
             return True
         if request_id is not None and self.ledger.seen_before(request_id, ts):
             agg.count(agg.duplicates, month)
@@ -293,6 +296,11 @@ class Pipeline:
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
         return True
+
+    def _count_rejection(self, month: str, reason: str) -> None:
+        self.aggregates.count(self.aggregates.rejected, (month, reason))
+        self.rejections += 1
+        self.last_rejection = reason
 
     def _is_future(self, ts: float) -> bool:
         """Whether ``ts`` is more than the allowed skew ahead of the wall clock.

@@ -58,7 +58,6 @@ def explain_rejects(paths: list[str], pipeline_factory: Callable[[], Pipeline], 
     and the tailer's line rules, as the sidecar would read the files."""
     pipeline = pipeline_factory()
     decode = decoder.decode_line if decoder is not None else None
-    rejected = pipeline.aggregates.rejected
     listed: list[RejectedLine] = []
     total = 0
     for path in paths:
@@ -68,18 +67,17 @@ def explain_rejects(paths: list[str], pipeline_factory: Callable[[], Pipeline], 
             for raw in stream:
                 start, offset = offset, offset + len(raw)
                 line, reason, _nuls = normalise_line(raw.rstrip(b"\n"), max_line_bytes)
-                before = dict(rejected)
+                before = pipeline.rejections
                 if reason is not None:
                     pipeline.reject(reason, "replay")
                 elif line:
                     pipeline.ingest_line(line, "replay", decode)
                 else:
                     continue
-                if sum(rejected.values()) != sum(before.values()):
+                if pipeline.rejections != before:
                     total += 1
                     if len(listed) < limit:
-                        why = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
-                        listed.append(RejectedLine(path, start, why))
+                        listed.append(RejectedLine(path, start, pipeline.last_rejection))
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()

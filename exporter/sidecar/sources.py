@@ -29,9 +29,7 @@ class SourceRunner:
     def pump(self, pipeline: Pipeline, max_lines: int, wall: float) -> int:
         events = self.tailer.poll(max_lines)
         name = self.config.name
-        rejected = pipeline.aggregates.rejected  # (month, reason) -> count: a handful of keys
-        seen = sum(rejected.values())
-        before = dict(rejected)
+        seen = pipeline.rejections
         for event in events:
             # The tailer's offsets already include this batch: one line that fails must
             # not cost the lines after it, so a failure is contained and counted here.
@@ -46,11 +44,9 @@ class SourceRunner:
                 log.error("source %s: %s at %s offset %d; counted as internal_error",
                           name, type(exc).__name__, event.path, event.offset)
                 pipeline.reject("internal_error", name)
-            now_rejected = sum(rejected.values())
-            if now_rejected != seen:  # this line was rejected: say where (file, offset), never what
-                reason = next((k[1] for k, v in rejected.items() if v != before.get(k)), "unknown")
-                self.reject_log.note(name, event.path, event.offset, reason, wall)
-                seen, before = now_rejected, dict(rejected)
+            if pipeline.rejections != seen:  # this line was rejected: say where (file, offset), never what
+                seen = pipeline.rejections
+                self.reject_log.note(name, event.path, event.offset, pipeline.last_rejection, wall)
         if events:
             self.last_record_wall = wall
         return len(events)
