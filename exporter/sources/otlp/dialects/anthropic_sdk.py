@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import first_count, read_count
+from exporter.sources.otlp.attributes import read_count
 from exporter.sources.otlp.dialects import gen_ai
 from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
 
@@ -36,16 +36,7 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
         split: tuple[int | None, int | None] = (None, None)
     else:
         split = (w5 or 0, w1h or 0)
-    return UsageCounts(
-        read_count(attrs, gen_ai.A_INPUT),
-        read_count(attrs, gen_ai.A_OUTPUT),
-        first_count(attrs, gen_ai.CACHE_READ_KEYS),
-        first_count(attrs, gen_ai.CACHE_WRITE_KEYS),
-        read_count(attrs, gen_ai.A_TOTAL),
-        write_5m=split[0],
-        write_1h=split[1],
-        includes_cache=True,
-    )
+    return gen_ai.semconv_counts(attrs, write_5m=split[0], write_1h=split[1], includes_cache=True)
 
 
 DIALECT = Dialect(

@@ -47,6 +47,29 @@ def detect_cache_only(attrs: Mapping[str, Any], scope_name: str) -> bool:
     return any(k in attrs for k in CACHE_READ_KEYS) or any(k in attrs for k in CACHE_WRITE_KEYS)
 
 
+def semconv_counts(
+    attrs: Mapping[str, Any],
+    *,
+    write_5m: int | None = None,
+    write_1h: int | None = None,
+    includes_cache: bool | None = None,
+    flags: tuple[str, ...] = (),
+) -> UsageCounts:
+    """The current semconv counts (input, output, cache read and write, total) with what a
+    dialect knows beyond them; the dialects that write these names share this reading."""
+    return UsageCounts(
+        read_count(attrs, A_INPUT),
+        read_count(attrs, A_OUTPUT),
+        first_count(attrs, CACHE_READ_KEYS),
+        first_count(attrs, CACHE_WRITE_KEYS),
+        read_count(attrs, A_TOTAL),
+        write_5m=write_5m,
+        write_1h=write_1h,
+        includes_cache=includes_cache,
+        flags=flags,
+    )
+
+
 def usage(attrs: Mapping[str, Any]) -> UsageCounts:
     inp, out = read_count(attrs, A_INPUT), read_count(attrs, A_OUTPUT)
     read = first_count(attrs, CACHE_READ_KEYS)

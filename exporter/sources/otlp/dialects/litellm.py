@@ -43,9 +43,7 @@ from exporter.sources.otlp.attributes import (
     A_RESPONSE_ID,
     MAX_ID_CHARS,
     BadValue,
-    first_count,
     parse_literal,
-    read_count,
     read_string,
 )
 from exporter.sources.otlp.dialects import gen_ai
@@ -105,15 +103,7 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
         block = parse_literal(raw, MAX_USAGE_OBJECT_CHARS)
         if isinstance(block, dict) and ("prompt_tokens" in block or "completion_tokens" in block):
             return _from_usage_object(block)
-    return UsageCounts(
-        read_count(attrs, gen_ai.A_INPUT),
-        read_count(attrs, gen_ai.A_OUTPUT),
-        first_count(attrs, gen_ai.CACHE_READ_KEYS),
-        first_count(attrs, gen_ai.CACHE_WRITE_KEYS),
-        read_count(attrs, gen_ai.A_TOTAL),
-        includes_cache=True,
-        flags=(MISSING_USAGE_OBJECT,),
-    )
+    return gen_ai.semconv_counts(attrs, includes_cache=True, flags=(MISSING_USAGE_OBJECT,))
 
 
 DIALECT = Dialect(

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import first_count, read_count
 from exporter.sources.otlp.dialects import gen_ai
 from exporter.sources.otlp.dialects.base import MISSING_CACHE_DETAIL, Dialect, UsageCounts
 
@@ -30,18 +29,10 @@ def detect(attrs: Mapping[str, Any], scope_name: str) -> bool:
 
 
 def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    read = first_count(attrs, gen_ai.CACHE_READ_KEYS)
-    write = first_count(attrs, gen_ai.CACHE_WRITE_KEYS)
-    flags = (MISSING_CACHE_DETAIL,) if read is None and write is None else ()
-    return UsageCounts(
-        read_count(attrs, gen_ai.A_INPUT),
-        read_count(attrs, gen_ai.A_OUTPUT),
-        read,
-        write,
-        read_count(attrs, gen_ai.A_TOTAL),
-        includes_cache=True,
-        flags=flags,
-    )
+    counts = gen_ai.semconv_counts(attrs, includes_cache=True)
+    if counts.cache_read is None and counts.cache_write is None:
+        return counts._replace(flags=(MISSING_CACHE_DETAIL,))
+    return counts
 
 
 DIALECT = Dialect(name="openai_v2", detect=detect, usage=usage, keys=gen_ai.KEYS)

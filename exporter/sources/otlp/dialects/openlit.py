@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import A_PROVIDER, A_SYSTEM, first_count, read_count
+from exporter.sources.otlp.attributes import A_PROVIDER, A_SYSTEM
 from exporter.sources.otlp.dialects import gen_ai
 from exporter.sources.otlp.dialects.base import MISSING_CACHE_DETAIL, Dialect, UsageCounts
 
@@ -58,15 +58,7 @@ def usage(attrs: Mapping[str, Any]) -> UsageCounts:
             flags = (MISSING_CACHE_DETAIL,)
     elif provider in INCLUSIVE_PROVIDERS:
         includes = True
-    return UsageCounts(
-        read_count(attrs, gen_ai.A_INPUT),
-        read_count(attrs, gen_ai.A_OUTPUT),
-        first_count(attrs, gen_ai.CACHE_READ_KEYS),
-        first_count(attrs, gen_ai.CACHE_WRITE_KEYS),
-        read_count(attrs, gen_ai.A_TOTAL),
-        includes_cache=includes,
-        flags=flags,
-    )
+    return gen_ai.semconv_counts(attrs, includes_cache=includes, flags=flags)
 
 
 DIALECT = Dialect(name="openlit", detect=detect, usage=usage, keys=gen_ai.KEYS | {A_STREAM})
