@@ -57,31 +57,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import PORT_LINE, ROOT, poll
+
 PYTHON = sys.executable
 LOGROTATE = shutil.which("logrotate") or "/usr/sbin/logrotate"
-PORT_LINE = re.compile(rb"serving /metrics on \S+ \(port (\d+)\)")
 ID_RE = re.compile(rb'"request_id": "w-(\d+)"')
 MODES = ("create", "copytruncate", "compress", "dateext")
 FAULTS = ("graceful", "kill9", "sigterm", "sighup", "outage")
-T = TypeVar("T")
 
 
 # --- waiting ---------------------------------------------------------------------------------
-def poll(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
-    """Call ``check`` until it returns something truthy; AssertionError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)  # pacing between checks, not a wait for the event itself
-
-
 def pace(seconds: float, stop: threading.Event | None = None) -> bool:
     """Pacing of a producer or of a fault schedule (never a wait for an event). True if stopped."""
     if stop is not None:
