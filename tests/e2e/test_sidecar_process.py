@@ -24,27 +24,14 @@ import pytest
 
 from exporter.sidecar.config import load_config
 from exporter.sidecar.sidecar import Sidecar
+from tests.support.prices import one_version
 from tests.support.processes import Process, poll, samples, scrape, total
 from tests.support.sidecar import drain, record_line
-
-TABLE = """\
-schema: llm-savings-prices/v1
-versions:
-  - version: "{version}"
-    effective_from: "2026-01-01T00:00:00Z"
-    families:
-      openai: {{}}
-    models:
-      gpt-4o:
-        family: openai
-        input: 2.0
-        output: 10.0
-"""
 
 
 def _config(tmp: Path, *, interval: float = 0.05, otlp: bool = False) -> Path:
     (tmp / "logs").mkdir(exist_ok=True)
-    (tmp / "prices.yaml").write_text(TABLE.format(version="v1"))
+    (tmp / "prices.yaml").write_text(one_version("v1"))
     lines = [
         "schema: llm-savings-config/v1",
         'listen: "127.0.0.1:0"',
@@ -128,7 +115,7 @@ def test_sighup_reloads_prices_and_sigterm_exits_zero_with_everything_checkpoint
     poll(lambda: _requests(port) == 40, 20, "40 requests counted")
     assert set(_price_info(port)) == {"v1"}
 
-    (tmp_path / "prices.yaml").write_text(TABLE.format(version="v2"))
+    (tmp_path / "prices.yaml").write_text(one_version("v2"))
     process.proc.send_signal(signal.SIGHUP)
     poll(lambda: set(_price_info(port)) == {"v2"}, 20, "the v2 table in llm_savings_price_table_info")
     assert process.proc.poll() is None
@@ -147,7 +134,7 @@ def test_sighup_reloads_prices_and_sigterm_exits_zero_with_everything_checkpoint
     process.proc.send_signal(signal.SIGTERM)
     assert process.wait() == 0
     assert "final checkpoint written" in process.log()
-    (tmp_path / "prices.yaml").write_text(TABLE.format(version="v2"))  # a start refuses a bad table
+    (tmp_path / "prices.yaml").write_text(one_version("v2"))  # a start refuses a bad table
     restored = Sidecar(load_config(config))  # the process is gone: the lock is free again
     try:
         assert sum(m["requests"] for m in restored.pipeline.aggregates.month_totals().values()) == 55

@@ -7,21 +7,10 @@ from pathlib import Path
 from exporter.prices.table import load_price_table
 from exporter.sidecar.health import Health
 from exporter.sidecar.price_reload import PriceReloader
+from tests.support.prices import price_table
 
-VERSION = """\
-  - version: "{name}"
-    effective_from: "{start}T00:00:00Z"
-    families:
-      openai: {{}}
-    models:
-      gpt-4o:
-        family: openai
-        input: 2.0
-        output: 10.0
-"""
-HEAD = "schema: llm-savings-prices/v1\nversions:\n"
-BOTH = HEAD + VERSION.format(name="v1", start="2026-01-01") + VERSION.format(name="v2", start="2026-06-01")
-PREFIX = HEAD + VERSION.format(name="v1", start="2026-01-01")  # a valid table: v2 not written yet
+BOTH = price_table(("v1", "2026-01-01"), ("v2", "2026-06-01"))
+PREFIX = price_table(("v1", "2026-01-01"))  # a valid table: v2 not written yet
 
 
 def _reloader(path: Path, clock: list[float]) -> PriceReloader:
@@ -38,7 +27,7 @@ def test_a_prefix_is_held_and_the_complete_table_applies_at_once(tmp_path: Path)
     assert reloader.check(current) is None
     clock[0] += 9.0
     assert reloader.check(current) is None  # still held: not 10 s yet
-    path.write_text(BOTH.replace("10.0", "12.0"))  # the writer finishes: no version dropped
+    path.write_text(BOTH.replace("output: 10.0", "output: 12.0"))  # the writer finishes: no version dropped
     table = reloader.check(current)
     assert table is not None and [v.version for v in table.versions] == ["v1", "v2"]
 

@@ -8,21 +8,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.sidecar.sidecar import Sidecar
+from tests.support.prices import one_version
 from tests.support.sidecar import NOV, WALL, drain, make_config
-
-TABLE = """\
-schema: llm-savings-prices/v1
-versions:
-  - version: "{version}"
-    effective_from: "2026-01-01T00:00:00Z"
-    families:
-      openai: {{}}
-    models:
-      gpt-4o:
-        family: openai
-        input: {rate}
-        output: 10.0
-"""
 
 
 def _line(i: int) -> bytes:
@@ -50,7 +37,7 @@ def _reloads(sidecar: Sidecar) -> dict[str, float]:
 
 def test_reload_applies_forward_and_a_bad_table_keeps_the_old(tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
-    prices.write_text(TABLE.format(version="v1", rate=2.0))
+    prices.write_text(one_version("v1", rate=2.0))
     logs = tmp_path / "logs"
     logs.mkdir()
     log = logs / "a.jsonl"
@@ -60,7 +47,7 @@ def test_reload_applies_forward_and_a_bad_table_keeps_the_old(tmp_path: Path) ->
         drain(sidecar)
         assert _spend_by_version(sidecar) == {"v1": 2.0}
 
-        prices.write_text(TABLE.format(version="v2", rate=3.0))
+        prices.write_text(one_version("v2", rate=3.0))
         sidecar.check_prices(force=True)
         with log.open("ab") as f:
             f.write(_line(2))
