@@ -338,8 +338,13 @@ class Exposition:
 
     def render_frame(self, frame: Frame, health: Iterable[HealthSample], openmetrics: bool = False) -> bytes:
         """The exposition text as of ``frame``; reads no aggregates, so no pipeline lock is needed."""
+        return self.render_series(self.series_of(frame, health), openmetrics)
+
+    def render_series(self, families: Iterable[tuple[_Family, Iterable[tuple[Labels, float | int]]]],
+                      openmetrics: bool = False) -> bytes:
+        """The exposition text of ``series_of``'s families."""
         out: list[str] = []
-        for family, series in self.series_of(frame, health):
+        for family, series in families:
             family.render(series, out, openmetrics, self.month_start)
         if openmetrics:
             out.append("# EOF\n")

@@ -366,22 +366,19 @@ class Sidecar:
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
         """One consistent scrape: health and aggregates copied at the same instant, rendered outside the lock."""
         om = wants_openmetrics(accept)
+        with self.series_view() as families:
+            body = self.exposition.render_series(families, om)
+        return body, OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
+
+    @contextlib.contextmanager
+    def series_view(self) -> Iterator[Iterator[tuple[Any, Iterable[tuple[tuple[str, ...], float | int]]]]]:
+        """Every family's series as one consistent frame (what a scrape and the OTLP push read): health
+        and aggregates copied at the same instant under the pipeline lock, read outside it."""
         with self._render_lock:
             with self.pipeline.lock:
                 health = self.health_samples()
                 frame = self.exposition.take(self.pipeline.aggregates)
             with cold_render_gc(frame.reset):  # no collection pausing ingestion during a cold render
-                body = self.exposition.render_frame(frame, health, om)
-        return body, OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
-
-    @contextlib.contextmanager
-    def series_view(self) -> Iterator[Iterator[tuple[Any, Iterable[tuple[tuple[str, ...], float | int]]]]]:
-        """Every family's series as one consistent frame (what the OTLP push reads), outside the pipeline lock."""
-        with self._render_lock:
-            with self.pipeline.lock:
-                health = self.health_samples()
-                frame = self.exposition.take(self.pipeline.aggregates)
-            with cold_render_gc(frame.reset):
                 yield self.exposition.series_of(frame, health)
 
     def health_samples(self) -> list[HealthSample]:
