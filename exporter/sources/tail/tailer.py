@@ -33,7 +33,7 @@ from exporter.sources.tail.files import (
     _Waiting,
 )
 from exporter.sources.tail.lines import LOST_REASONS, SKIP_REASONS, FileLag, TailEvent, TailStats, normalise_line
-from exporter.sources.tail.state import _Checkpoint, _decode, _encode, _restore, _Saved, _SavedWaiting
+from exporter.sources.tail.state import _Checkpoint, _decode, _encode, _restore, _Restored, _Saved, _SavedWaiting
 from exporter.sources.tail.watch import _Watcher
 
 log = logging.getLogger(__name__)
@@ -266,17 +266,7 @@ class Tailer:
     def _retry_pending(self, now: float) -> None:
         saved, waiting = self._pending, self._pending_waiting
         self._pending, self._pending_waiting = [], []
-        restored = _restore(
-            _Checkpoint([], saved, waiting, {}),
-            self._files,
-            self._waiting,
-            self._retired,
-            list(self._globbed()),
-            self._open,
-            self._fp,
-            now,
-        )
-        self._absorb(restored)
+        self._restore_from(_Checkpoint([], saved, waiting, {}), now)
 
     def _discover(self, now: float) -> None:
         seen: set[_Key] = set()
@@ -756,21 +746,14 @@ class Tailer:
         self._seen_at = self._wall()
         for reason, nbytes in checkpoint.lost.items():  # the counter survives restarts
             self._lost[reason] = self._lost.get(reason, 0) + nbytes
-        restored = _restore(
-            checkpoint,
-            self._files,
-            self._waiting,
-            self._retired,
-            list(self._globbed()),
-            self._open,
-            self._fp,
-            self._clock(),
-        )
-        self._absorb(restored)
+        restored = self._restore_from(checkpoint, self._clock())
         self._enforce_cap()
         return restored.warnings
 
-    def _absorb(self, restored: Any) -> None:
+    def _restore_from(self, checkpoint: _Checkpoint, now: float) -> _Restored:
+        """Re-find the checkpoint's files (``state._restore``) and take in what that found."""
+        restored = _restore(checkpoint, self._files, self._waiting, self._retired, list(self._globbed()),
+                            self._open, self._fp, now)
         self._truncations += restored.truncations
         self._fp_mismatches += restored.fingerprint_mismatches
         for reason, nbytes in restored.lost.items():
@@ -787,6 +770,7 @@ class Tailer:
         if restored.warnings and self._started:
             for warning in restored.warnings:
                 log.warning("source %s: %s", self._source, warning)
+        return restored
 
     # ------------------------------------------------------------- misc
 
