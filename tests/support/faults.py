@@ -7,7 +7,7 @@ command line (``python -m exporter run --config FILE``) and its HTTP endpoints
 
 Pieces
 ------
-* :class:`Writer` - a separate process (``python tests/support/faults.py
+* :class:`Writer` - a separate process (``python -m tests.support.faults
   writer ...``) appending canonical record lines ``w-0, w-1, ...`` at a target
   rate, in small batches (one ``write()`` per batch, whole lines only). It
   opens its file with ``O_APPEND`` (so after a copytruncate it keeps writing at
@@ -169,7 +169,7 @@ class Writer:
         self.path = path
         self.summary_path = workdir / f"writer-{prefix.strip('-')}-summary.json"
         self.proc = subprocess.Popen(
-            [PYTHON, str(Path(__file__).resolve()), "writer", "--path", str(path), "--rate", str(rate),
+            [PYTHON, "-m", "tests.support.faults", "writer", "--path", str(path), "--rate", str(rate),
              "--summary", str(self.summary_path), "--prefix", prefix],
             cwd=ROOT, stdin=subprocess.DEVNULL,
         )
