@@ -58,23 +58,17 @@ UNATTRIBUTED = "unattributed"
 # found by tests/e2e/test_hostile_corpus.py
 NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
 
-# A record dated further ahead of the wall clock than this is refused (future_ts): a
-# gateway's clock may run a little ahead, a year-9999 record must not open a month.
-DEFAULT_FUTURE_SKEW_SECONDS = 600.0
+DEFAULT_FUTURE_SKEW_SECONDS = 600.0  # further ahead of the clock: refused (future_ts), no month opened
 MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
 SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
-# Built for every record, so a bare tuple (a NamedTuple costs a call per record; measured in
-# tests/bench/bench_replay.py). Fields, in order: month, price version index, model, provider,
-# tenant, count_method, whether the record has a method label.
+# Both built or unpacked for every record, so bare tuples: a NamedTuple costs a call to build, and
+# unpacking one takes the generic path (54 ns against 15 ns; +0.9% instructions per replayed record,
+# tests/bench/bench_instructions.py). RouteKey: month, price version index, model, provider, tenant,
+# count_method, whether the record has a method label. Route: the cell; its CellKey; the unpriced key
+# (month, model, reason) or None; the unattributed saving's ComponentKey; the divergence keys (month,
+# model, method, population) of compacted and untouched records.
 RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
-
-
-# Unpacked for every record, so a bare tuple too: unpacking a NamedTuple takes the generic
-# path (54 ns against 15 ns for a tuple here; +0.9% instructions per replayed record in
-# tests/bench/bench_instructions.py). Fields, in order: the cell; its CellKey; the unpriced
-# key (month, model, reason) or None; the ComponentKey of the unattributed saving; the
-# divergence keys (month, model, method, population) for compacted and untouched records.
 Route = tuple[list[int], CellKey, tuple[str, str, str] | None, ComponentKey,
               tuple[str, str, str, str], tuple[str, str, str, str]]
 
@@ -133,9 +127,7 @@ class Pipeline:
         self.aggregates = aggregates if aggregates is not None else Aggregates()
         self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
-        # rejections counted by this pipeline and the reason of the last one: a source that feeds
-        # one line at a time tells which line was rejected without diffing the rejected table
-        self.rejections = 0
+        self.rejections = 0  # with last_rejection: a source feeding a line at a time sees which was rejected
         self.last_rejection = ""
         self.wall = wall_clock
         self.future_skew_seconds = future_skew_seconds
@@ -303,11 +295,8 @@ class Pipeline:
         self.last_rejection = reason
 
     def _is_future(self, ts: float) -> bool:
-        """Whether ``ts`` is more than the allowed skew ahead of the wall clock.
-
-        The limit is cached and refreshed only when a record passes it, so the
-        per-record path reads no clock; a stale (lower) limit only costs a refresh.
-        """
+        """Whether ``ts`` is more than the allowed skew ahead of the wall clock. The limit is cached and
+        refreshed only when a record passes it: the per-record path reads no clock."""
         self._future_limit = self.wall() + self.future_skew_seconds
         return ts > self._future_limit
 
