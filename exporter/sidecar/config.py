@@ -1,7 +1,8 @@
 """The sidecar's configuration: declared here once, with what each setting does.
 
 Each setting is ``setting(default, doc)``; docs/configuration.md is generated
-from these declarations (``scripts/gen_config_doc.py``, drift-tested). Loaded from YAML (``run --config FILE``), validated at load: a bad value is
+from these declarations (``scripts/gen_config_doc.py``, drift-tested).
+Loaded from YAML (``run --config FILE``), validated at load: a bad value is
 refused with a message naming file, line, key and value. Environment
 variables override a few settings for containers (``ENV_OVERRIDES``). Every
 setting below has a default; a config file only says what differs.
