@@ -80,7 +80,7 @@ def _tracked_text_files() -> list[Path]:
 def test_no_tracked_file_refers_to_a_document_outside_the_repository() -> None:
     """Not the internal brief (by name or by its section numbers), not the folder it lives in."""
     words = ("DESI" + "GN", "STY" + "LE.md", "/work/" + "shared")
-    section_ref = re.compile("\u00a7" + r"\s?\d")  # "§2", "§ 5": sections of a document not in the repository
+    section_ref = re.compile("\u00a7" + r"\s?\d")  # section sign + number: a section of an outside document
     found = []
     for path in _tracked_text_files():
         if path.name == "CHANGELOG.md":
