@@ -8,8 +8,20 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from exporter.sidecar import config as cfg
-from exporter.sidecar.config import Config, LabelConfig, OtlpConfig, OtlpPushConfig, SourceConfig, load_config
+from exporter.sidecar.config import (
+    Config,
+    LabelConfig,
+    OtlpConfig,
+    OtlpPushConfig,
+    SourceConfig,
+    config_from_dict,
+    load_config,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gen_config_doc.py"
@@ -72,3 +84,48 @@ def test_the_error_shown_in_the_doc_is_the_loaders(tmp_path: Path) -> None:
         assert str(exc).replace(str(path), "sidecar.yaml") == shown.group(1)
     else:  # pragma: no cover - the test fails
         raise AssertionError("a bad format was accepted")
+
+
+# --- the "Types" paragraph of the doc, held to the loader -------------------------------------------------------
+
+_INT_SETTINGS = ("dedupe_max_ids", "month_retention", "max_request_tokens")
+_FLOAT_SETTINGS = ("dedupe_window_days", "checkpoint_interval_seconds", "future_skew_seconds")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_INT_SETTINGS), st.integers(min_value=0, max_value=10**18 - 1), st.booleans())
+def test_an_integer_is_a_json_integer_or_a_string_of_digits(key: str, value: int, as_text: bool) -> None:
+    raw = {key: str(value) if as_text else value}
+    assert getattr(config_from_dict(raw), key) == value
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_INT_SETTINGS), st.one_of(st.integers(max_value=-1), st.floats(allow_nan=False),
+                                                 st.booleans(), st.text(alphabet="-.e x", min_size=1)))
+def test_anything_else_is_not_an_integer(key: str, value: object) -> None:
+    with pytest.raises(cfg.ConfigError, match=key):
+        config_from_dict({key: value})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_FLOAT_SETTINGS),
+       st.one_of(st.integers(min_value=1, max_value=10**6), st.floats(min_value=1e-6, max_value=1e6)),
+       st.one_of(st.integers(max_value=0), st.floats(max_value=0.0, allow_nan=False), st.booleans(), st.text()))
+def test_a_number_is_an_integer_or_decimal_above_zero(key: str, good: float, bad: object) -> None:
+    assert getattr(config_from_dict({key: good}), key) == float(good)
+    with pytest.raises(cfg.ConfigError, match=key):
+        config_from_dict({key: bad})
+
+
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("false", False), ("yes", True), ("no", False),
+                                             ("1", True), ("0", False), (True, True), (False, False)])
+def test_a_boolean_is_true_false_or_those_strings(text: object, value: bool) -> None:
+    assert config_from_dict({"otlp": {"enabled": text}}).otlp.enabled is value
+
+
+def test_a_list_of_strings_may_be_one_string_and_a_string_is_not_empty() -> None:
+    assert config_from_dict({"labels": {"tenant_allowlist": "team-a"}}).labels.tenant_allowlist == ("team-a",)
+    with pytest.raises(cfg.ConfigError, match="timezone"):
+        config_from_dict({"timezone": ""})
+    with pytest.raises(cfg.ConfigError, match=r"otlp\.enabled"):
+        config_from_dict({"otlp": {"enabled": "maybe"}})
