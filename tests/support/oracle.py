@@ -350,7 +350,7 @@ def _empty_month() -> dict[str, Any]:
 
 @dataclass
 class Oracle:
-    """Feed lines with ``line``; read the §5 JSON with ``result``."""
+    """Feed lines with ``line``; read the replay JSON (docs/record-format.md) with ``result``."""
 
     versions: list[Version]
     timezone: str = "UTC"

@@ -1,30 +1,17 @@
-"""A user-written field mapping (YAML) from any JSON log line to record v1.
+"""A user-written field mapping (YAML, ``schema: llm-savings-mapping/v1``) from any JSON log line to record v1.
 
-For gateways whose logs carry the needed facts under their own names::
+The format — fields, entries (``{path}``, ``{path, default}``, ``{value}``, the
+``field: path`` shorthand), the path syntax (``choices[0].usage``,
+``attrs["gen_ai.usage.input_tokens"]``) and what is refused at load — is
+documented in docs/integrations.md ("Any gateway, by a YAML field mapping");
+examples/mapping.yaml is a complete one.
 
-    schema: llm-savings-mapping/v1
-    fields:
-      ts: {path: "timestamp"}
-      request_id: {path: "req.id"}
-      model: {path: "route.model", default: "unknown-model"}
-      tenant: {path: "headers.x-team"}
-      count_method: {value: "tiktoken:o200k_base"}
-      tokens_before: {path: "compression.original_tokens"}
-      tokens_after: {path: "compression.compressed_tokens"}
-      usage: {path: "provider_response.usage"}
-
-Each field is ``{path: P}`` (optionally with ``default: V``, used when the
-path is absent or null), ``{value: V}`` (a constant), or the shorthand
-``field: P`` for ``{path: P}``. A path is dot-separated keys with list
-indexes: ``choices[0].usage``, ``spans[-1].id``; a key holding dots or
-brackets is written quoted: ``attrs["gen_ai.usage.input_tokens"]``.
-
-The file is validated at load (messages name file, line and key, via
-``exporter.yamlpos``) and compiled once; ``Mapping.apply`` is pure and never
-raises: what it cannot find it leaves out, and ``records.parse_object``
-rejects a record that lacks ``ts`` or ``model`` with the usual reasons.
-Values are copied as they are (a string count stays a string and is
-rejected by the record parser), so nothing is silently coerced.
+What this module promises: the file is validated at load (messages name file,
+line and key, via ``exporter.yamlpos``) and compiled once; ``Mapping.apply``
+is pure and never raises: what it cannot find it leaves out, and
+``records.parse_object`` rejects a record that lacks ``ts`` or ``model`` with
+the usual reasons. Values are copied as they are (a string count stays a
+string and is rejected by the record parser), so nothing is silently coerced.
 """
 
 from __future__ import annotations
