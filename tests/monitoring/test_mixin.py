@@ -210,3 +210,10 @@ def test_mixin_libsonnet_composes_like_kubernetes_mixin() -> None:
     )
     names = json.loads(jsonnet.evaluate_snippet("x.jsonnet", snippet, jpathdir=str(ROOT / MIXIN_DIR)))
     assert names[-1] == "mine" and len(names) >= 3
+
+
+def test_docs_list_every_parameter_with_its_default() -> None:
+    text = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
+    for param in PARAMS:
+        default = param.default if isinstance(param.default, str) else repr(param.default)
+        assert f"| `{param.name}` | `{default}` |" in text, param.name
