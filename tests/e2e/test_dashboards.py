@@ -22,6 +22,7 @@ from exporter.mixin.render import render
 from tests.support.prometheus import (
     DASHBOARDS_DIR,
     PROMETHEUS_SERIES,
+    ROOT,
     TARGET_LABELS,
     check_expr_against_catalog,
     dashboard_exprs,
@@ -208,13 +209,21 @@ def test_token_stats_are_split_by_count_method(boards: dict[str, dict[str, Any]]
                         assert target["legendFormat"] == "{{method}}"
 
 
+# The optimizer's counters carry the optimizer's model, not the request's: the model variable does
+# not apply to them, nor to net savings (dollars saved on every model minus the optimizer's spend).
+NOT_BY_MODEL = {"Net savings (saved - optimizer spend)"}
+
+
 def test_savings_panels_are_filtered_by_the_variables(boards: dict[str, dict[str, Any]]) -> None:
     """A month-to-date query that ignores $month would sum every retained month."""
     for name in ("llm-savings-overview.json", "llm-savings-provenance.json"):
         for title, expr in dashboard_exprs(boards[name]):
             for metric in re.findall(r"llm_savings_[a-z0-9_]+", expr):
                 labels = BY_NAME[metric].labels
-                if "model" in labels:
+                by_model = title not in NOT_BY_MODEL and not metric.startswith("llm_savings_optimizer_")
+                if "model" in labels and not by_model:
+                    assert 'model=~"$model"' not in expr, f"{title}: {metric} filtered by the request's model"
+                elif "model" in labels:
                     assert 'model=~"$model"' in expr, f"{title}: {metric} not filtered by model"
                 if "tenant" in labels:
                     assert 'tenant=~"$tenant"' in expr, f"{title}: {metric} not filtered by tenant"
@@ -357,3 +366,61 @@ def _encode(value: Any) -> Any:
     if hasattr(value, "value"):
         return value.value
     raise TypeError(type(value))
+
+
+# --- issue 16's figures, computed by a real Prometheus engine ---------------------------------
+
+# Expected results of the Overview's saved %/ratio/net panels for the series of the compression
+# case in rules/tests/llm-savings.rules.test.yaml (worked out by hand in its comments).
+COMPRESSION_PANELS: dict[str, list[tuple[dict[str, str], float]]] = {
+    "Saved % of input tokens": [({"method": "tiktoken:o200k_base"}, 0.4)],
+    "Compression ratio (baseline / sent)": [
+        ({"method": "tiktoken:o200k_base"}, 2500 / 1500),
+        ({"method": "estimate:chars/4"}, 100 / 120),
+    ],
+    "Net savings (saved - optimizer spend)": [({}, 2 - 0.75)],
+    "Optimizer spend": [({}, 0.75)],
+    "Saved % by population": [
+        ({"method": "tiktoken:o200k_base", "population": "compacted"}, 0.5),
+        ({"method": "tiktoken:o200k_base", "population": "untouched"}, 0.0),
+        ({"method": "estimate:chars/4", "population": "untouched"}, -0.2),
+    ],
+    "Compression ratio by population": [
+        ({"method": "tiktoken:o200k_base", "population": "compacted"}, 2.0),
+        ({"method": "tiktoken:o200k_base", "population": "untouched"}, 1.0),
+        ({"method": "estimate:chars/4", "population": "untouched"}, 100 / 120),
+    ],
+    "Dollars saved by component": [({"component": "dedupe"}, 1.75), ({"component": "summarise"}, 0.25)],
+    "Optimizer spend by optimizer model": [({"model": "gpt-4o-mini"}, 0.75)],
+    "Optimizer tokens by tier": [({"tier": "fresh"}, 150.0)],
+}
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_saved_percent_ratio_component_and_net_panels_compute_the_figures(
+    boards: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The panels' own queries, variables substituted as Grafana does, evaluated by promtool's
+    Prometheus engine over known series: saved %, ratios per population, dollars by component,
+    net savings (another job's series, in the input too, never counted)."""
+    source = yaml.safe_load((ROOT / "rules" / "tests" / "llm-savings.rules.test.yaml").read_text())
+    (case,) = [c for c in source["tests"] if any("baseline_input" in s["series"] for s in c["input_series"])]
+    values = {"month": "2026-11", "tenant": ".*", "model": ".*", "cluster": ".*", "namespace": ".*",
+              "job": "llm-savings-exporter"}
+    exprs = dict(dashboard_exprs(boards["llm-savings-overview.json"]))
+    checks = []
+    for title, expected in COMPRESSION_PANELS.items():
+        labels = [", ".join(f'{k}="{v}"' for k, v in sorted(want.items())) for want, _ in expected]
+        checks.append({
+            "expr": substitute(exprs[title], values),
+            "eval_time": "10m",
+            "exp_samples": [{"labels": "{" + text + "}", "value": value}
+                            for text, (_, value) in zip(labels, expected, strict=True)],
+        })
+    path = tmp_path / "panels.test.yaml"
+    path.write_text(yaml.safe_dump({
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": case["input_series"], "promql_expr_test": checks}],
+    }))
+    result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -234,6 +234,9 @@ def test_recording_rules_follow_level_metric_operations() -> None:
         "llm_savings_cache_hit",
         "llm_savings_estimator_divergence",
         "llm_savings_usd_saved_default_factor",
+        "llm_savings_saved_input_tokens",
+        "llm_savings_compression",
+        "llm_savings_net_usd_saved",
     }
     assert [r for r in records if r.split(":")[1] not in families | derived] == []
 
@@ -265,6 +268,15 @@ def test_the_brief_s_recording_rules_exist() -> None:
         "month:llm_savings_usd_saved_default_factor:ratio",
         "model_tenant:llm_savings_usd_saved:rate5m",
         "model_tenant:llm_savings_spend_usd:rate5m",
+        # issue 16: saved %, compression ratio (per population and over all records), dollars by
+        # component, net savings
+        "month_method_population:llm_savings_saved_input_tokens:ratio",
+        "month_method:llm_savings_saved_input_tokens:ratio",
+        "month_method_population:llm_savings_compression:ratio",
+        "month_method:llm_savings_compression:ratio",
+        "month_component:llm_savings_component_usd_saved:sum",
+        "month:llm_savings_net_usd_saved:sum",
+        "month_tenant:llm_savings_net_usd_saved:sum",
     ):
         assert name in records
 

@@ -42,6 +42,9 @@ SLOTS = {
     "scope": SCOPE,
     # month to date, one month: counters with month, tenant and model
     "mtd": SCOPE + ', month="$month", tenant=~"$tenant", model=~"$model"',
+    # month to date of every model of the chosen tenants (the optimizer's counters: their model
+    # is the optimizer's, not the request's)
+    "mtd_tenant": SCOPE + ', month="$month", tenant=~"$tenant"',
     # month to date of counters without a tenant label
     "mtd_model": SCOPE + ', month="$month", model=~"$model"',
     # month to date of counters with only a month

@@ -112,6 +112,13 @@ def build(cfg: Values) -> dict[str, Any]:
                       "{{version}} from {{effective_from}} ({{sha256}})")],
               w=12, h=8, unit="short"),
     ]
+    optimizer_unpriced = Panel(
+        "bargauge", "Optimizer calls without a price, by optimizer model and reason",
+        "Month to date: records whose optimizer block names a model (or a usage shape) the effective price "
+        "version cannot price. That spend is not counted (never $0), so net savings are overstated by it.",
+        [Target("sum by (model, reason) (llm_savings_optimizer_unpriced_requests_total{%(mtd_month)s})",
+                "{{model}} ({{reason}})")],
+        w=12, h=8, unit_of="llm_savings_optimizer_unpriced_requests_total")
     return dashboard(
         cfg, cfg["provenanceDashboardUid"], "LLM savings / Provenance",
         "Where the figures come from: count methods, billed-token factors, price versions, estimator "
@@ -119,6 +126,7 @@ def build(cfg: Values) -> dict[str, Any]:
         "do not edit.",
         savings_vars(cfg),
         [Row("Factors and data quality", [factor]), Row("By provenance label", [by_label[:3], by_label[3:]]),
-         Row("Estimator divergence", [divergence]), Row("Left out or flagged", [quality[:3], quality[3:]])],
+         Row("Estimator divergence", [divergence]),
+         Row("Left out or flagged", [quality[:3], quality[3:], [optimizer_unpriced]])],
         "now-7d",
     )
