@@ -122,3 +122,10 @@ def test_schema_refuses_what_the_files_cannot_carry(mixin: dict[str, Any], key: 
     with pytest.raises(Exception) as refused:
         render({**ON, "mixin": mixin})
     assert "mixin" in str(refused.value) and key in str(refused.value)
+
+
+def test_a_parameter_removed_from_the_values_fails_the_render_with_its_name() -> None:
+    """`null` deletes a value in Helm: the token it leaves is named, never shipped."""
+    with pytest.raises(Exception) as refused:
+        render({**ON, "mixin": {"ingestLagFor": None}})
+    assert "parameter ingestLagFor has no value under mixin:" in str(refused.value)
