@@ -142,7 +142,7 @@ def gateway_log(seed: int, prefix: str, month_start: datetime, count: int) -> li
             record["components"] = [{"name": COMPONENTS[i % 3], "tokens_saved": first}]
         if i % 5 == 1:  # the optimizer called a model of its own (record v1 extension `optimizer`)
             record["optimizer"] = {
-                "model": "gpt-4o-mini",
+                "model": UNPRICED_MODEL if i % 3 == 0 else "gpt-4o-mini",  # some spend has no price
                 "usage": {"prompt_tokens": 300 + i, "completion_tokens": 40},
             }
         if i % 17 == 5:
