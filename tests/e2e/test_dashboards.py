@@ -24,6 +24,7 @@ from tests.support.prometheus import (
     PROMETHEUS_SERIES,
     ROOT,
     TARGET_LABELS,
+    analyse,
     check_expr_against_catalog,
     dashboard_exprs,
     dashboard_panels,
@@ -166,12 +167,16 @@ def test_template_variables(boards: dict[str, dict[str, Any]]) -> None:
 
 
 def test_every_query_is_scoped_by_cluster_namespace_and_job(boards: dict[str, dict[str, Any]]) -> None:
-    """A query that ignores the scope variables would mix clusters or other jobs' series."""
+    """A selector that ignores the scope variables would mix clusters or other jobs' series."""
     for name, board in boards.items():
         for title, expr in dashboard_exprs(board):
-            for selector in re.findall(r"(?:llm_savings_[a-z0-9_]+|up)\{([^}]*)\}", expr):
-                for matcher in ('cluster=~"$cluster"', 'namespace=~"$namespace"', 'job=~"$job"'):
-                    assert matcher in selector, f"{name}: {title}: {selector} lacks {matcher}"
+            selectors = analyse(expr).selectors
+            assert selectors, f"{name}: {title}: no selector"
+            for selector in selectors:
+                missing = {"cluster", "namespace", "job"} - set(selector.labels)
+                assert not missing, f"{name}: {title}: {selector.metric} not scoped by {sorted(missing)}"
+            for matcher in ('cluster=~"$cluster"', 'namespace=~"$namespace"', 'job=~"$job"'):
+                assert expr.count(matcher) == len(selectors), f"{name}: {title}: {matcher}"
 
 
 def test_panels_sit_in_rows(boards: dict[str, dict[str, Any]]) -> None:

@@ -30,7 +30,7 @@ def build(cfg: Values) -> dict[str, Any]:
               w=6, unit_of="llm_savings_records_rejected_total"),
         Panel("stat", "Newest price version takes effect",
               "effective_from of the newest version in the loaded price table (oldest across replicas).",
-              [Target("min(llm_savings_price_table_newest_effective_timestamp_seconds) * 1000")],
+              [Target("min(llm_savings_price_table_newest_effective_timestamp_seconds{%(scope)s}) * 1000")],
               w=6, unit="dateTimeAsIso"),
     ]
     by_label = [
@@ -101,14 +101,14 @@ def build(cfg: Values) -> dict[str, Any]:
               w=8, h=8, unit_of="llm_savings_records_flagged_total"),
         Panel("timeseries", "Duplicates and rejects per second",
               "All months.",
-              [Target("sum(rate(llm_savings_duplicates_total[$__rate_interval]))", "duplicates"),
-               Target("sum by (reason) (rate(llm_savings_records_rejected_total[$__rate_interval]))",
+              [Target("sum(rate(llm_savings_duplicates_total{%(scope)s}[$__rate_interval]))", "duplicates"),
+               Target("sum by (reason) (rate(llm_savings_records_rejected_total{%(scope)s}[$__rate_interval]))",
                       "rejected: {{reason}}")],
               w=12, h=8, unit_of="llm_savings_records_rejected_total"),
         Panel("bargauge", "Price table versions loaded (replicas per version and file hash)",
               "Replicas serving each price version; two hashes for one version means the replicas "
               "loaded different files.",
-              [Target("count by (version, effective_from, sha256) (llm_savings_price_table_info)",
+              [Target("count by (version, effective_from, sha256) (llm_savings_price_table_info{%(scope)s})",
                       "{{version}} from {{effective_from}} ({{sha256}})")],
               w=12, h=8, unit="short"),
     ]
