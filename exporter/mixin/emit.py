@@ -58,11 +58,11 @@ def rule_file(groups: list[Group], cfg: Values, header: str) -> str:
         for rule in group.rules:
             if rule.comment:
                 out += [f"      # {line}".rstrip() for line in rule.comment.strip("\n").split("\n")]
-            item = rule_dict(rule, cfg)
             if isinstance(rule, Record):
                 out.append(f"      - record: {rule.record}")
                 out += _block("expr", rule.expr, "        ")
                 continue
+            item = rule_dict(rule, cfg)
             out.append(f"      - alert: {rule.alert}")
             out += _block("expr", rule.expr, "        ")
             out += [f"        for: {rule.for_}", "        labels:", f"          severity: {rule.severity}",

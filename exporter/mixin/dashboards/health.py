@@ -13,7 +13,8 @@ FILE = "llm-savings-health.json"
 def build(cfg: Values) -> dict[str, Any]:
     top = [
         Panel("stat", "Targets up",
-              "Sidecars Prometheus scrapes successfully (job matching llm-savings-exporter).",
+              "Sidecars Prometheus scrapes successfully (targets of the chosen jobs, which the mixin's job "
+              "selector finds).",
               [Target('sum(up{%(jobSelector)s, %(instances)s})')], w=4, unit="short"),
         Panel("stat", "Targets down",
               "Sidecars Prometheus fails to scrape.",
