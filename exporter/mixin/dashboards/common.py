@@ -138,23 +138,28 @@ def query_var(name: str, label: str, query: str, *, multi: bool, sort: int,
     return var
 
 
-def scope_vars(cfg: Values) -> list[dict[str, Any]]:
+def scope_vars(cfg: Values, series: str) -> list[dict[str, Any]]:
     """Data source, cluster, namespace, job: the scope every dashboard starts with.
 
-    Cluster and namespace: All = ".*", which also matches targets without the
-    label (a single cluster, no Kubernetes). Job: All = the jobs the job
-    selector finds, so the dashboards never show another exporter's series.
+    The values come from ``series`` inside the job selector: the savings
+    dashboards read their own month-to-date counter (so series without a live
+    target, such as a backfilled month, still offer their job), the health
+    dashboard reads ``up``. Cluster and namespace: All = ".*", which also
+    matches targets without the label (a single cluster, no Kubernetes). Job:
+    All = the jobs found, so the dashboards never show another exporter's series.
     """
+    cells = {**cfg, "series": series}
     return [
         datasource_var(),
-        query_var("cluster", "Cluster", fill("label_values(up{%(jobSelector)s}, %(clusterLabel)s)", cfg),
+        query_var("cluster", "Cluster", fill("label_values(%(series)s{%(jobSelector)s}, %(clusterLabel)s)", cells),
                   multi=True, sort=1, all_value=".*"),
         query_var("namespace", "Namespace",
-                  fill('label_values(up{%(jobSelector)s, %(clusterLabel)s=~"$cluster"}, %(namespaceLabel)s)', cfg),
+                  fill('label_values(%(series)s{%(jobSelector)s, %(clusterLabel)s=~"$cluster"}, %(namespaceLabel)s)',
+                       cells),
                   multi=True, sort=1, all_value=".*"),
         query_var("job", "Job",
-                  fill('label_values(up{%(jobSelector)s, %(clusterLabel)s=~"$cluster", '
-                       '%(namespaceLabel)s=~"$namespace"}, job)', cfg),
+                  fill('label_values(%(series)s{%(jobSelector)s, %(clusterLabel)s=~"$cluster", '
+                       '%(namespaceLabel)s=~"$namespace"}, job)', cells),
                   multi=True, sort=1),
     ]
 
@@ -163,7 +168,7 @@ def savings_vars(cfg: Values) -> list[dict[str, Any]]:
     """Scope, then month (latest first), tenant and model, each narrowed by the ones before."""
     cells = slots(cfg)
     return [
-        *scope_vars(cfg),
+        *scope_vars(cfg, "llm_savings_requests_total"),
         # YYYY-MM sorts as text; descending puts the latest month first, and
         # Grafana selects the first value by default.
         query_var("month", "Month", fill("label_values(llm_savings_requests_total{%(scope)s}, month)", cells),
@@ -183,7 +188,7 @@ def savings_vars(cfg: Values) -> list[dict[str, Any]]:
 def health_vars(cfg: Values) -> list[dict[str, Any]]:
     """Scope, then the instances (All = ".*" inside the chosen jobs)."""
     return [
-        *scope_vars(cfg),
+        *scope_vars(cfg, "up"),
         query_var("instance", "Instance",
                   fill("label_values(llm_savings_build_info{%(scope)s}, instance)", slots(cfg)),
                   multi=True, sort=1, all_value=".*"),
