@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from exporter.prices.table import PriceTableError, load_price_table
 from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES
@@ -54,6 +55,11 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.month is not None and not MONTH.fullmatch(args.month):
         print(f"error: --month {args.month!r}: expected YYYY-MM", file=sys.stderr)
+        return 2
+    try:
+        ZoneInfo(args.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        print(f"error: --timezone {args.timezone!r}: not a time zone (e.g. UTC, Europe/Berlin)", file=sys.stderr)
         return 2
     try:
         prices = load_price_table(args.prices)
