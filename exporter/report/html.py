@@ -62,11 +62,11 @@ def _breakdown(kind: str, title: str, rows: tuple[Row, ...]) -> str:
         if row is rest:
             data = ' data-rest="1"'
         lines.append(f"<tr{data}><th>{escape(row.name or '(none)')}</th><td>{numbers.tokens(row.requests)}</td>"
-                     f'<td class="opt">{numbers.compact(row.tokens_saved)}</td><td>{_money(row, row.usd_saved)}</td>'
+                     f'<td class="o1">{numbers.compact(row.tokens_saved)}</td><td>{_money(row, row.usd_saved)}</td>'
                      f'<td>{_money(row, row.spend_usd)}</td>'
-                     f'<td class="opt">{_money(row, row.cache_savings_usd)}</td></tr>')
+                     f'<td class="o2">{_money(row, row.cache_savings_usd)}</td></tr>')
     table = ('<div class="scroll"><table><thead><tr><th>' + escape(kind) + "</th><th>requests</th>"
-             "<th class=opt>tok saved</th><th>saved</th><th>spend</th><th class=opt>cache</th></tr></thead><tbody>"
+             "<th class=o1>tok saved</th><th>saved</th><th>spend</th><th class=o2>cache</th></tr></thead><tbody>"
              + "".join(lines) + "</tbody></table></div>")
     return _card(title, chart + table)
 
@@ -139,11 +139,11 @@ def _months(report: Report) -> str:
                       spend_usd=t["spend_usd"], cache_savings_usd=t["cache_savings_usd"], duplicates=t["duplicates"],
                       rejected=t["rejected"])
         lines.append(f"<tr{data}><th>{escape(m.month)}</th><td>{numbers.tokens(t['requests'])}</td>"
-                     f'<td class="opt">{numbers.percent(m.saved_pct)}</td><td>{numbers.usd(t["usd_saved"])}</td>'
+                     f'<td class="o1">{numbers.percent(m.saved_pct)}</td><td>{numbers.usd(t["usd_saved"])}</td>'
                      f'<td>{numbers.usd(t["spend_usd"])}</td><td>{numbers.usd(t["cache_savings_usd"])}</td>'
-                     f'<td class="opt">{numbers.tokens(t["rejected"])}</td></tr>')
-    table = ('<div class="scroll"><table><thead><tr><th>month</th><th>requests</th><th class=opt>saved %</th>'
-             "<th>saved</th><th>spend</th><th>cache</th><th class=opt>rejected</th></tr></thead><tbody>"
+                     f'<td class="o2">{numbers.tokens(t["rejected"])}</td></tr>')
+    table = ('<div class="scroll"><table><thead><tr><th>month</th><th>requests</th><th class=o1>saved %</th>'
+             "<th>saved</th><th>spend</th><th>cache</th><th class=o2>rejected</th></tr></thead><tbody>"
              + "".join(lines) + "</tbody></table></div>")
     return _card("Months", (chart if counted else "") + table)
 

@@ -20,12 +20,13 @@ nav a:hover{text-decoration:underline}
 overflow:hidden;text-overflow:ellipsis}
 .fd{font-size:12px;opacity:.75}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:16px;margin-bottom:16px}
-.card{background:#fff;border-radius:10px;padding:14px 16px;box-shadow:0 1px 2px rgba(16,24,40,.08);min-width:0}
+.card{background:#fff;border-radius:10px;padding:14px 16px;box-shadow:0 1px 2px rgba(16,24,40,.08);min-width:0;
+container-type:inline-size}
 .card.wide{grid-column:1/-1}
 .card h2{margin:0 0 10px;font-size:15px;font-weight:650}
 .chart{display:block;width:100%;height:auto;margin-bottom:10px;max-width:520px}
-.chart .lbl{font-size:12.5px;fill:#334155}
-.chart .val{font-size:12.5px;fill:#0f172a;font-weight:600}
+.chart .lbl{font-size:11.5px;fill:#334155}
+.chart .val{font-size:11.5px;fill:#0f172a;font-weight:600}
 .chart .tiny{font-size:11px;fill:#475569}
 .chart .track{fill:#e8edf2}
 .chart .axis{stroke:#cbd5e1;stroke-width:1}
@@ -45,9 +46,9 @@ tr[data-rest] th{color:#64748b;font-style:italic}
 white-space:nowrap}
 footer{color:#64748b;font-size:12px;padding:6px 0 28px}
 code{font-size:12px}
+@container (max-width:600px){.o2{display:none}}
+@container (max-width:420px){.o1{display:none}tbody th{max-width:150px}}
 @media (max-width:560px){
-.opt{display:none}
-tbody th{max-width:44vw}
 .fv{font-size:22px}
 .prov .k{display:block;min-width:0}
 }
