@@ -46,7 +46,7 @@ def headline(month: MonthSummary) -> tuple[Figure, ...]:
                f"{numbers.tokens(totals['would_have_saved_tokens'])} tokens not removed (observe mode)"),
     ]
     net = month.net_usd_saved
-    if net is not None:
+    if net is not None and month.optimizer_counted:
         figures.insert(1, Figure("net_usd_saved", "Net of optimizer spend", net, numbers.usd(net),
                                  f"optimizer spend {numbers.usd(totals.get('optimizer_spend_usd'))}"))
     return tuple(figures)

@@ -21,8 +21,8 @@ from exporter.report.numbers import share
 SCHEMA = "llm-savings-report/v1"
 # replay's month keys that the engine may add (issue 16): read when present, else None
 OPTIONAL_KEYS = ("baseline_input_tokens", "sent_input_tokens", "saved_pct", "compression_ratio",
-                 "optimizer_spend_usd", "net_usd_saved")
-COMPONENT_USD_KEY = "component_usd_saved"  # replay's month key: {component: usd_saved}, when counted
+                 "optimizer_requests", "optimizer_spend_usd", "net_usd_saved")
+COMPONENT_USD_KEY = "usd_saved_by_component"  # replay's month key: {component: usd_saved}, when counted
 
 
 class Row(NamedTuple):
@@ -106,6 +106,11 @@ class MonthSummary:
             return float(given)
         baseline, sent = self.totals.get("baseline_input_tokens"), self.totals.get("sent_input_tokens")
         return share(baseline, sent) if baseline is not None and sent is not None else None
+
+    @property
+    def optimizer_counted(self) -> bool:
+        """Whether any record of the month carried the optimizer's own spend (else net = saved, not worth a line)."""
+        return bool(self.totals.get("optimizer_requests") or self.totals.get("optimizer_spend_usd"))
 
     @property
     def net_usd_saved(self) -> float | None:

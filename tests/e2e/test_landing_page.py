@@ -100,6 +100,11 @@ def test_landing_page_in_chromium_matches_metrics(landing: Any) -> None:
     close("cache_savings_usd", total(parsed, catalog.CACHE_READ_SAVINGS_USD_TOTAL.name, **m)
           - total(parsed, catalog.CACHE_WRITE_PREMIUM_USD_TOTAL.name, **m))
     assert int(page.figures["tokens_saved"]) == total(parsed, catalog.TOKENS_SAVED_TOTAL.name, **m)
+    baseline = catalog.BY_NAME.get(catalog.PREFIX + "baseline_input_tokens_total")  # counted by newer engines
+    if baseline is None:
+        assert page.figures["saved_pct"] == ""  # not counted: no value, never 0%
+    else:
+        close("saved_pct", total(parsed, catalog.TOKENS_SAVED_TOTAL.name, **m) / total(parsed, baseline.name, **m))
 
     for kind in ("model", "tenant"):
         requests = _by(parsed, catalog.REQUESTS_TOTAL, kind, **m)

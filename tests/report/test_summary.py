@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import parse_price_table
-from exporter.report.summary import Count, MonthSummary, Report, build_report
+from exporter.report.summary import COMPONENT_USD_KEY, OPTIONAL_KEYS, Count, MonthSummary, Report, build_report
 from tests.report.conftest import PRICES, line
 
 TABLE = parse_price_table(PRICES, "test-prices.yaml")
@@ -54,8 +54,11 @@ def test_figures_breakdowns_and_provenance_by_hand(counted: Callable[[list[bytes
     assert (mystery.name, mystery.requests, mystery.tokens_saved, mystery.unpriced_requests) == ("mystery", 1, 100, 1)
     assert (mystery.usd_saved, mystery.spend_usd) == (0.0, 0.0)  # unpriced: no dollars invented
     assert [(t.name, t.requests, t.tokens_saved) for t in nov.by_tenant] == [("a", 2, 500), ("b", 2, 0)]
-    assert [(c.name, c.tokens_saved, c.usd_saved) for c in nov.by_component] == [("trim", 300, None),
-                                                                                ("unattributed", 200, None)]
+    assert [(c.name, c.tokens_saved) for c in nov.by_component] == [("trim", 300), ("unattributed", 200)]
+    if COMPONENT_USD_KEY in nov.totals:  # the engine counts dollars by component
+        assert [c.usd_saved for c in nov.by_component] == pytest.approx([300 * 2.0 / 1e6, 100 * 2.0 / 1e6])
+    else:
+        assert [c.usd_saved for c in nov.by_component] == [None, None]
     prov = nov.provenance
     assert [(t.name, t.requests) for t in prov.price_versions] == [("v1", 3)]
     assert [(t.name, t.requests, t.tokens_saved) for t in prov.count_methods] == [
@@ -68,18 +71,25 @@ def test_figures_breakdowns_and_provenance_by_hand(counted: Callable[[list[bytes
     assert report.months[-1].provenance.rejected == (Count("invalid_json", 1),)
 
 
+def _without_optional(totals: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Month totals as an engine that does not count baselines, component dollars or optimizer spend has them."""
+    dropped = (*OPTIONAL_KEYS, COMPONENT_USD_KEY)
+    return {month: {k: v for k, v in body.items() if k not in dropped} for month, body in totals.items()}
+
+
 def test_optional_figures_stay_none_until_counted(counted: Callable[[list[bytes]], Pipeline]) -> None:
-    nov = _report(counted(LINES)).focus
+    totals = _without_optional(counted(LINES).aggregates.month_totals())
+    nov = _report(counted(LINES), totals=totals).focus
     assert nov is not None
     assert (nov.saved_pct, nov.compression_ratio, nov.net_usd_saved) == (None, None, None)
-    totals = counted(LINES).aggregates.month_totals()
+    assert not nov.optimizer_counted and [c.usd_saved for c in nov.by_component] == [None, None]
     totals["2026-11"].update(baseline_input_tokens=1700, sent_input_tokens=1200, optimizer_spend_usd=0.0002,
-                             component_usd_saved={"trim": 0.0006})
+                             usd_saved_by_component={"trim": 0.0006})
     nov = _report(counted(LINES), totals=totals).focus
     assert nov is not None
     assert nov.saved_pct == pytest.approx(500 / 1700)
     assert nov.compression_ratio == pytest.approx(1700 / 1200)
-    assert nov.net_usd_saved == pytest.approx(0.0008 - 0.0002)
+    assert nov.net_usd_saved == pytest.approx(0.0008 - 0.0002) and nov.optimizer_counted
     assert [(c.name, c.usd_saved) for c in nov.by_component] == [("trim", 0.0006), ("unattributed", 0.0)]
     totals["2026-11"].update(saved_pct=0.25, compression_ratio=2.0, net_usd_saved=0.5)  # the engine's own wins
     nov = _report(counted(LINES), totals=totals).focus

@@ -45,7 +45,8 @@ def test_json_keeps_replays_exact_values(counted: Callable[[list[bytes]], Pipeli
         row["usd_saved"] for row in nov["by_model"])  # plain numbers, no strings
     assert {row["model"] for row in nov["by_model"]} == {"gpt-4o", "claude-x", "nope"}
     assert len(nov["by_tenant"]) == 13  # every tenant, not only the top ten the human formats show
-    assert nov["saved_pct"] is None and nov["provenance"]["unpriced_requests"] == {"unknown_model": 13}
+    assert nov["saved_pct"] == totals["2026-11"].get("saved_pct")  # the engine's, when it counts baselines
+    assert nov["provenance"]["unpriced_requests"] == {"unknown_model": 13}
 
 
 def test_text_is_a_box_of_rounded_figures(counted: Callable[[list[bytes]], Pipeline]) -> None:
@@ -105,7 +106,8 @@ def test_html_is_self_contained_and_carries_exact_values(counted: Callable[[list
     totals = counted(LINES).aggregates.month_totals()
     for key in ("usd_saved", "tokens_saved", "spend_usd", "cache_savings_usd", "would_have_saved_usd"):
         assert float(parser.figures[key]) == totals["2026-11"][key]  # exact, not rounded
-    assert parser.figures["saved_pct"] == ""  # not counted: no value, never 0
+    saved_pct = totals["2026-11"].get("saved_pct")
+    assert parser.figures["saved_pct"] == ("" if saved_pct is None else repr(saved_pct))  # not counted: never 0
     months = {row["data-month"]: row for row in parser.rows if "data-month" in row}
     assert set(months) == {"2026-10", "2026-11", "unknown"}
     assert float(months["2026-11"]["data-usd-saved"]) == totals["2026-11"]["usd_saved"]
