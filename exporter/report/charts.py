@@ -48,7 +48,7 @@ def hbars(title: str, bars: Sequence[Bar], color: str = PALETTE[0]) -> str:
         y = index * row
         width = max(0.0, bar.value) / scale * VIEW_WIDTH
         parts.append(
-            f'<text x="0" y="{y + 13}" class="lbl">{escape(_clip(bar.label, 40))}</text>'
+            f'<text x="0" y="{y + 13}" class="lbl">{escape(_clip(bar.label, 32))}</text>'
             f'<text x="{VIEW_WIDTH}" y="{y + 13}" class="val" text-anchor="end">{escape(bar.text)}</text>'
             f'<rect x="0" y="{y + 18}" width="{VIEW_WIDTH}" height="10" rx="5" class="track"/>'
             f'<rect x="0" y="{y + 18}" width="{width:.2f}" height="10" rx="5" fill="{color}"/>')

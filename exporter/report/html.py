@@ -65,7 +65,7 @@ def _breakdown(kind: str, title: str, rows: tuple[Row, ...]) -> str:
                      f'<td class="o1">{numbers.compact(row.tokens_saved)}</td><td>{_money(row, row.usd_saved)}</td>'
                      f'<td>{_money(row, row.spend_usd)}</td>'
                      f'<td class="o2">{_money(row, row.cache_savings_usd)}</td></tr>')
-    table = ('<div class="scroll"><table><thead><tr><th>' + escape(kind) + "</th><th>requests</th>"
+    table = ('<div class="scroll"><table><thead><tr><th>' + escape(kind) + "</th><th>req</th>"
              "<th class=o1>tok saved</th><th>saved</th><th>spend</th><th class=o2>cache</th></tr></thead><tbody>"
              + "".join(lines) + "</tbody></table></div>")
     return _card(title, chart + table)

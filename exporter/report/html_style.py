@@ -47,7 +47,9 @@ white-space:nowrap}
 footer{color:#64748b;font-size:12px;padding:6px 0 28px}
 code{font-size:12px}
 @container (max-width:600px){.o2{display:none}}
-@container (max-width:420px){.o1{display:none}tbody th{max-width:150px}}
+@container (max-width:420px){.o1{display:none}tbody th{max-width:112px}th,td{padding:4px 3px}table{font-size:12.5px}
+thead th{letter-spacing:0}
+.chart .lbl,.chart .val{font-size:14px}}
 @media (max-width:560px){
 .fv{font-size:22px}
 .prov .k{display:block;min-width:0}
