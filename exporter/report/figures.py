@@ -59,6 +59,17 @@ def token_mix(month: MonthSummary) -> tuple[tuple[str, int], ...]:
             ("cache write", int(totals["cache_write_tokens"])), ("output", int(totals["output_tokens"])))
 
 
+def row_usd(row: Row, value: float) -> str:
+    """A breakdown row's dollars; a row of unpriced requests only has none (never shown as $0)."""
+    return "unpriced" if row.requests and row.unpriced_requests == row.requests else numbers.usd(value)
+
+
+def population_lines(month: MonthSummary) -> tuple[tuple[str, str, str, str, str], ...]:
+    """Baseline vs sent input tokens per population, rounded: name, baseline, sent, saved %, ratio."""
+    return tuple((p.name, numbers.tokens(p.baseline_input_tokens), numbers.tokens(p.sent_input_tokens),
+                  numbers.percent(p.saved_pct), numbers.ratio(p.compression_ratio)) for p in month.populations)
+
+
 def top(rows: tuple[Row, ...], limit: int = TOP_ROWS) -> tuple[tuple[Row, ...], Row | None]:
     """The first ``limit`` rows, and the others summed into one row (None when there are none)."""
     if len(rows) <= limit:

@@ -13,7 +13,7 @@ from html import escape
 
 from exporter.report import numbers
 from exporter.report.charts import PALETTE, Bar, columns, hbars, stacked
-from exporter.report.figures import headline, token_mix, top
+from exporter.report.figures import headline, population_lines, row_usd, token_mix, top
 from exporter.report.html_style import STYLE
 from exporter.report.summary import MonthSummary, Report, Row, Tally
 
@@ -29,11 +29,6 @@ def _attrs(**values: float | int | str | None) -> str:
         text = value if isinstance(value, str) else exact(value)
         out.append(f' data-{name.replace("_", "-")}="{escape(text)}"')
     return "".join(out)
-
-
-def _money(row: Row, value: float) -> str:
-    """A row's dollars; a row of unpriced requests only has none (never shown as $0)."""
-    return "unpriced" if row.requests and row.unpriced_requests == row.requests else numbers.usd(value)
 
 
 def _card(title: str, body: str, wide: bool = False) -> str:
@@ -62,9 +57,9 @@ def _breakdown(kind: str, title: str, rows: tuple[Row, ...]) -> str:
         if row is rest:
             data = ' data-rest="1"'
         lines.append(f"<tr{data}><th>{escape(row.name or '(none)')}</th><td>{numbers.tokens(row.requests)}</td>"
-                     f'<td class="o1">{numbers.compact(row.tokens_saved)}</td><td>{_money(row, row.usd_saved)}</td>'
-                     f'<td>{_money(row, row.spend_usd)}</td>'
-                     f'<td class="o2">{_money(row, row.cache_savings_usd)}</td></tr>')
+                     f'<td class="o1">{numbers.compact(row.tokens_saved)}</td><td>{row_usd(row, row.usd_saved)}</td>'
+                     f'<td>{row_usd(row, row.spend_usd)}</td>'
+                     f'<td class="o2">{row_usd(row, row.cache_savings_usd)}</td></tr>')
     table = ('<div class="scroll"><table><thead><tr><th>' + escape(kind) + "</th><th>req</th>"
              "<th class=o1>tok saved</th><th>saved</th><th>spend</th><th class=o2>cache</th></tr></thead><tbody>"
              + "".join(lines) + "</tbody></table></div>")
@@ -82,7 +77,22 @@ def _components(month: MonthSummary) -> str:
              for c in rows]
     table = ('<div class="scroll"><table><thead><tr><th>component</th><th>tokens saved</th><th>saved</th></tr>'
              "</thead><tbody>" + "".join(lines) + "</tbody></table></div>")
-    return _card("Tokens saved by component", chart + table)
+    return _card("Tokens saved by component", chart + table + _populations(month))
+
+
+def _populations(month: MonthSummary) -> str:
+    """Baseline vs sent input tokens by population (when the engine counts them)."""
+    lines = []
+    for pop, (name, baseline, sent, saved_pct, ratio) in zip(month.populations, population_lines(month), strict=True):
+        data = _attrs(population=pop.name, baseline=pop.baseline_input_tokens, sent=pop.sent_input_tokens,
+                      saved_pct=pop.saved_pct, compression_ratio=pop.compression_ratio)
+        lines.append(f"<tr{data}><th>{escape(name)}</th><td class=o1>{baseline}</td><td class=o1>{sent}</td>"
+                     f"<td>{saved_pct}</td><td>{ratio}</td></tr>")
+    if not lines:
+        return ""
+    return ('<h3>Baseline vs sent input</h3><div class="scroll"><table><thead><tr><th>population</th>'
+            "<th class=o1>baseline</th><th class=o1>sent</th><th>saved %</th><th>ratio</th></tr></thead><tbody>"
+            + "".join(lines) + "</tbody></table></div>")
 
 
 def _mix(month: MonthSummary) -> str:

@@ -24,6 +24,7 @@ overflow:hidden;text-overflow:ellipsis}
 container-type:inline-size}
 .card.wide{grid-column:1/-1}
 .card h2{margin:0 0 10px;font-size:15px;font-weight:650}
+.card h3{margin:16px 0 6px;font-size:13px;font-weight:650;color:#475569}
 .chart{display:block;width:100%;height:auto;margin-bottom:10px;max-width:520px}
 .chart .lbl{font-size:11.5px;fill:#334155}
 .chart .val{font-size:11.5px;fill:#0f172a;font-weight:600}

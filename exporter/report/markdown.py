@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from exporter.report import numbers
-from exporter.report.figures import headline, provenance_lines, token_mix, top
+from exporter.report.figures import headline, population_lines, provenance_lines, row_usd, token_mix, top
 from exporter.report.summary import MonthSummary, Report, Row
 
 
@@ -12,9 +14,11 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") or "(none)"
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    align = ["---", *["---:"] * (len(header) - 1)]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], align: str = "") -> list[str]:
+    """A table; ``align`` has an ``l`` or ``r`` per column (default: text first, numbers after)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    rules = ["---" if side == "l" else "---:" for side in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rules) + " |"]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return lines
 
@@ -26,12 +30,12 @@ def _breakdown(title: str, key: str, rows: tuple[Row, ...]) -> list[str]:
         return [*lines, "Nothing counted.", ""]
     return [*lines, *_table((key, "requests", "tokens saved", "saved", "spend", "cache savings"),
                             [(r.name, numbers.tokens(r.requests), numbers.tokens(r.tokens_saved),
-                              numbers.usd(r.usd_saved), numbers.usd(r.spend_usd), numbers.usd(r.cache_savings_usd))
+                              row_usd(r, r.usd_saved), row_usd(r, r.spend_usd), row_usd(r, r.cache_savings_usd))
                              for r in (*shown, *([rest] if rest else []))]), ""]
 
 
 def _month(month: MonthSummary) -> list[str]:
-    lines = _table(("figure", "value", ""), [(f.label, f.text, f.detail) for f in headline(month)])
+    lines = _table(("figure", "value", "detail"), [(f.label, f.text, f.detail) for f in headline(month)], "lrl")
     lines.append("")
     lines += _breakdown("By model", "model", month.by_model)
     lines += _breakdown("By tenant", "tenant", month.by_tenant)
@@ -42,6 +46,9 @@ def _month(month: MonthSummary) -> list[str]:
                          for c in month.by_component])
     else:
         lines.append("No savings counted.")
+    if month.populations:
+        lines += ["", "### Baseline vs sent input", ""]
+        lines += _table(("population", "baseline", "sent", "saved %", "ratio"), population_lines(month))
     mix = token_mix(month)
     whole = sum(count for _, count in mix)
     lines += ["", "### Tokens billed", ""]

@@ -55,6 +55,17 @@ class Tally(NamedTuple):
     spend_usd: float
 
 
+class Population(NamedTuple):
+    """Baseline and sent input tokens of one population (``compacted``: before > after, ``untouched``,
+    or ``all``), with its saved % and compression ratio (None when there is nothing to divide by)."""
+
+    name: str
+    baseline_input_tokens: int
+    sent_input_tokens: int
+    saved_pct: float | None
+    compression_ratio: float | None
+
+
 class Count(NamedTuple):
     """A named count: records flagged by flag, rejected by reason, unpriced by reason."""
 
@@ -106,6 +117,22 @@ class MonthSummary:
             return float(given)
         baseline, sent = self.totals.get("baseline_input_tokens"), self.totals.get("sent_input_tokens")
         return share(baseline, sent) if baseline is not None and sent is not None else None
+
+    @property
+    def populations(self) -> tuple[Population, ...]:
+        """Saved % and the compression ratio per population and for all, when the engine counts baselines."""
+        found = self.totals.get("populations")
+        baseline, sent = self.totals.get("baseline_input_tokens"), self.totals.get("sent_input_tokens")
+        if not isinstance(found, Mapping) or baseline is None or sent is None:
+            return ()
+        rows = []
+        for name, body in found.items():
+            pop_baseline, pop_sent = int(body["baseline_input_tokens"]), int(body["sent_input_tokens"])
+            saved = body.get("saved_pct", share(max(0, pop_baseline - pop_sent), pop_baseline))
+            ratio = body.get("compression_ratio", share(pop_baseline, pop_sent))
+            rows.append(Population(str(name), pop_baseline, pop_sent, saved, ratio))
+        rows.append(Population("all", int(baseline), int(sent), self.saved_pct, self.compression_ratio))
+        return tuple(rows)
 
     @property
     def optimizer_counted(self) -> bool:

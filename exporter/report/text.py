@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Sequence
 
 from exporter.report import numbers
-from exporter.report.figures import headline, provenance_lines, token_mix, top
+from exporter.report.figures import headline, population_lines, provenance_lines, row_usd, token_mix, top
 from exporter.report.summary import MonthSummary, Report, Row
 
 WIDTH = 78  # the panel's outer width: fits an 80-column terminal
@@ -52,7 +52,7 @@ def _breakdown(panel: _Panel, title: str, rows: tuple[Row, ...]) -> None:
     panel.rule("├", title, "┤")
     shown, rest = top(rows)
     lines = [(r.name or "(none)", numbers.tokens(r.requests), numbers.compact(r.tokens_saved),
-              numbers.usd(r.usd_saved), numbers.usd(r.spend_usd)) for r in (*shown, *([rest] if rest else []))]
+              row_usd(r, r.usd_saved), row_usd(r, r.spend_usd)) for r in (*shown, *([rest] if rest else []))]
     if not lines:
         panel.line("nothing counted")
         return
@@ -70,6 +70,9 @@ def _month_panel(panel: _Panel, month: MonthSummary) -> None:
                     [(c.name, numbers.tokens(c.tokens_saved), numbers.usd(c.usd_saved)) for c in month.by_component])
     else:
         panel.line("no savings counted")
+    if month.populations:
+        panel.rule("├", "Baseline vs sent input", "┤")
+        panel.table(("", "baseline", "sent", "saved %", "ratio"), population_lines(month))
     panel.rule("├", "Tokens billed", "┤")
     mix = token_mix(month)
     whole = sum(count for _, count in mix)

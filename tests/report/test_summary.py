@@ -145,3 +145,19 @@ def test_breakdowns_add_up_to_replays_month_totals(batch: list[dict[str, Any]]) 
         assert sum(c.total for c in month.provenance.unpriced) == totals["unpriced"]
         usd_by_source = sum(t.usd_saved for t in month.provenance.factor_sources)
         assert usd_by_source == pytest.approx(totals["usd_saved"], rel=1e-12, abs=1e-18)
+
+
+def test_populations_when_the_engine_counts_baselines(counted: Callable[[list[bytes]], Pipeline]) -> None:
+    totals = _without_optional(counted(LINES).aggregates.month_totals())
+    nov = _report(counted(LINES), totals=totals).focus
+    assert nov is not None and nov.populations == ()
+    totals["2026-11"].update(baseline_input_tokens=1700, sent_input_tokens=1200, populations={
+        "compacted": {"baseline_input_tokens": 1200, "sent_input_tokens": 700},
+        "untouched": {"baseline_input_tokens": 500, "sent_input_tokens": 500, "saved_pct": 0.0,
+                      "compression_ratio": 1.0}})
+    nov = _report(counted(LINES), totals=totals).focus
+    assert nov is not None
+    compacted, untouched, everything = nov.populations
+    assert compacted == ("compacted", 1200, 700, pytest.approx(500 / 1200), pytest.approx(1200 / 700))
+    assert untouched == ("untouched", 500, 500, 0.0, 1.0)
+    assert everything == ("all", 1700, 1200, pytest.approx(500 / 1700), pytest.approx(1700 / 1200))
