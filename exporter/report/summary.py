@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from exporter.engine.aggregate import REQUESTS, SAVED, UNKNOWN_MONTH, Aggregates, cell_dollars
+from exporter.prices.table import PricedModel
 from exporter.report.numbers import share
 
 SCHEMA = "llm-savings-report/v1"
@@ -174,7 +175,10 @@ class _Sums:
 
     def __init__(self) -> None:
         self.requests = self.tokens_saved = self.unpriced = 0
-        self.usd_saved = self.spend_usd = self.cache_savings_usd = 0.0
+        # int zeros: exact (Fraction) cell dollars would sum exactly and be rounded once, in _rows/_tallies
+        self.usd_saved: float = 0
+        self.spend_usd: float = 0
+        self.cache_savings_usd: float = 0
 
 
 def _ranked(rows: Iterable[Any]) -> tuple[Any, ...]:
@@ -201,6 +205,12 @@ class _MonthParts:
         self.components: dict[str, int] = {}
 
 
+def _dollars(cell: list[int], rates: PricedModel, method: str) -> tuple[float, float, float]:
+    """A cell's dollars saved, spend and net provider-cache savings: the one place the report prices a cell."""
+    dollars = cell_dollars(cell, rates, method)
+    return dollars.usd_saved, dollars.spend, dollars.cache_net
+
+
 def _read_cells(agg: Aggregates) -> dict[str, _MonthParts]:
     parts: dict[str, _MonthParts] = {}
     for key, cell, rates in agg.priced_cells():
@@ -208,14 +218,16 @@ def _read_cells(agg: Aggregates) -> dict[str, _MonthParts]:
         groups = [_group(month.models, key.model), _group(month.tenants, key.tenant)]
         if key.method:
             groups.append(_group(month.methods, key.method))
+        usd_saved: float
+        spend: float
+        cache: float
         if rates is None:
-            usd_saved = spend = cache = 0.0
+            usd_saved = spend = cache = 0
         else:
-            dollars = cell_dollars(cell, rates, key.method)
-            usd_saved, spend, cache = dollars.usd_saved, dollars.spend, dollars.cache_net
+            usd_saved, spend, cache = _dollars(cell, rates, key.method)
             groups.append(_group(month.versions, rates.version))
             if key.method:
-                groups.append(_group(month.factor_sources, dollars.factor_source))
+                groups.append(_group(month.factor_sources, rates.factor(key.method)[1]))
         for sums in groups:
             sums.requests += cell[REQUESTS]
             sums.tokens_saved += cell[SAVED]
@@ -231,12 +243,13 @@ def _read_cells(agg: Aggregates) -> dict[str, _MonthParts]:
 
 
 def _rows(sums: dict[str, _Sums]) -> tuple[Row, ...]:
-    return _ranked(Row(name, s.requests, s.tokens_saved, s.usd_saved, s.spend_usd, s.cache_savings_usd, s.unpriced)
-                   for name, s in sums.items())
+    return _ranked(Row(name, s.requests, s.tokens_saved, float(s.usd_saved), float(s.spend_usd),
+                       float(s.cache_savings_usd), s.unpriced) for name, s in sums.items())
 
 
 def _tallies(sums: dict[str, _Sums]) -> tuple[Tally, ...]:
-    return _ranked(Tally(name, s.requests, s.tokens_saved, s.usd_saved, s.spend_usd) for name, s in sums.items())
+    return _ranked(Tally(name, s.requests, s.tokens_saved, float(s.usd_saved), float(s.spend_usd))
+                   for name, s in sums.items())
 
 
 def _counts(table: Mapping[Any, int], month: str, name_at: int) -> tuple[Count, ...]:

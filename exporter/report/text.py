@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import unicodedata
 from collections.abc import Sequence
 
 from exporter.report import numbers
@@ -12,8 +13,32 @@ from exporter.report.summary import MonthSummary, Report, Row
 WIDTH = 78  # the panel's outer width: fits an 80-column terminal
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _cells(char: str) -> int:
+    """Terminal columns of one character: two for East Asian wide ones, none for combining marks."""
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def width(text: str) -> int:
+    return sum(map(_cells, text))
+
+
+def _fit(text: str, columns: int) -> str:
+    """``text`` cut to ``columns`` terminal columns (with an ellipsis when cut), padded to exactly that."""
+    if width(text) > columns:
+        kept, used = [], 0
+        for char in text:
+            if used + _cells(char) > columns - 1:
+                break
+            kept.append(char)
+            used += _cells(char)
+        text = "".join(kept) + "…"
+    return text + " " * (columns - width(text))
+
+
+def _right(text: str, columns: int) -> str:
+    return " " * max(0, columns - width(text)) + text
 
 
 class _Panel:
@@ -23,10 +48,10 @@ class _Panel:
 
     def rule(self, left: str, title: str = "", right: str = "") -> None:
         head = f"{left}─ {title} " if title else left
-        self.lines.append(head + "─" * (self.inner + 3 - len(head)) + right)
+        self.lines.append(head + "─" * (self.inner + 3 - width(head)) + right)
 
     def line(self, text: str = "") -> None:
-        self.lines.append(f"│ {_fit(text, self.inner).ljust(self.inner)} │")
+        self.lines.append(f"│ {_fit(text, self.inner)} │")
 
     def wrapped(self, label: str, text: str, label_width: int) -> None:
         body = textwrap.wrap(text, self.inner - label_width - 1) or [""]
@@ -34,13 +59,13 @@ class _Panel:
             self.line((label if index == 0 else "").ljust(label_width) + " " + piece)
 
     def table(self, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-        numeric = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+        numeric = [max(width(h), *(width(r[i]) for r in rows)) if rows else width(h) for i, h in enumerate(header)]
         first = max(8, self.inner - sum(numeric[1:]) - 2 * (len(header) - 1))
         widths = [first, *numeric[1:]]
 
         def cells(values: tuple[str, ...]) -> str:
-            out = [_fit(values[0], first).ljust(first)]
-            out += [value.rjust(width) for value, width in zip(values[1:], widths[1:], strict=True)]
+            out = [_fit(values[0], first)]
+            out += [_right(value, columns) for value, columns in zip(values[1:], widths[1:], strict=True)]
             return "  ".join(out)
 
         self.line(cells(header))

@@ -12,7 +12,7 @@ from exporter.report.html import render_html
 from exporter.report.json_report import render_json
 from exporter.report.markdown import render_markdown
 from exporter.report.summary import SCHEMA, Report, build_report
-from exporter.report.text import WIDTH, render_text
+from exporter.report.text import WIDTH, render_text, width
 from tests.report.conftest import line
 
 HOSTILE = '<script>alert("x")</script> | a\\b'
@@ -52,13 +52,25 @@ def test_json_keeps_replays_exact_values(counted: Callable[[list[bytes]], Pipeli
 def test_text_is_a_box_of_rounded_figures(counted: Callable[[list[bytes]], Pipeline]) -> None:
     text = render_text(_report(counted))
     lines = text.splitlines()
-    assert all(len(row) == WIDTH for row in lines), [row for row in lines if len(row) != WIDTH]
+    assert all(width(row) == WIDTH for row in lines), [row for row in lines if width(row) != WIDTH]
     assert lines[0].startswith("┌─ llm-savings 2026-11") and lines[-1].startswith("└")
     assert all(row[0] in "│├┌└" and row[-1] in "│┤┐┘" for row in lines)
     assert not FLOAT_NOISE.search(text)
     assert "3 more" in text  # 13 tenants: ten shown, three summed
     totals = counted(LINES).aggregates.month_totals()["2026-11"]
     assert f"${totals['spend_usd']:,.2f}" in text or f"${totals['spend_usd']:,.4f}" in text
+
+
+def test_text_box_holds_wide_and_long_names(counted: Callable[[list[bytes]], Pipeline]) -> None:
+    names = ["東京チーム", "e\u0301quipe", "x" * 120]  # wide characters, a combining accent, a long name
+    agg = counted([line(ts=NOV, request_id=name, model="gpt-4o", tenant=name, tokens_before=9, tokens_after=1,
+                        count_method="provider") for name in names]).aggregates
+    text = render_text(build_report(agg, agg.month_totals(), source="test", generated_at="2026-11-20T00:00:00Z",
+                                    timezone="UTC", month=None, price_versions=["v1"]))
+    lines = text.splitlines()
+    assert all(width(row) == WIDTH for row in lines), [row for row in lines if width(row) != WIDTH]
+    assert "東京チーム" in text and "xxx…" in text
+    assert width("東京") == 4 and width("e\u0301") == 1
 
 
 def test_markdown_tables_stay_tables(counted: Callable[[list[bytes]], Pipeline]) -> None:
