@@ -48,7 +48,7 @@ def _breakdown(kind: str, title: str, rows: tuple[Row, ...]) -> str:
     shown, rest = top(rows)
     if not rows:
         return _card(title, '<p class="muted">nothing counted</p>')
-    chart = hbars(f"dollars saved by {kind}", [Bar(r.name or "(none)", r.usd_saved, numbers.usd(r.usd_saved))
+    chart = hbars(f"dollars saved by {kind}", [Bar(r.name or "(none)", r.usd_saved, row_usd(r, r.usd_saved))
                                                for r in shown])
     lines = []
     for row in (*shown, *([rest] if rest else [])):

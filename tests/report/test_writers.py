@@ -126,6 +126,8 @@ def test_html_is_self_contained_and_carries_exact_values(counted: Callable[[list
     assert int(months["unknown"]["data-rejected"]) == 1
     assert not FLOAT_NOISE.search(" ".join(parser.text))
     assert 'href="metrics"' in page
+    nope_row = re.search(r'<tr data-breakdown="model" data-name="nope".*?</tr>', page)
+    assert nope_row and "unpriced" in nope_row.group(0) and "$" not in nope_row.group(0)  # no dollars invented
 
 
 def test_html_escapes_label_values(counted: Callable[[list[bytes]], Pipeline]) -> None:
