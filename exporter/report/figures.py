@@ -59,6 +59,12 @@ def token_mix(month: MonthSummary) -> tuple[tuple[str, int], ...]:
             ("cache write", int(totals["cache_write_tokens"])), ("output", int(totals["output_tokens"])))
 
 
+def printable(text: str) -> str:
+    """A label value for a terminal or a markdown table: control and separator characters as spaces (a
+    gateway's label may hold anything; the engine turns most of those into ``other`` already)."""
+    return text if text.isprintable() else "".join(char if char.isprintable() else " " for char in text)
+
+
 def row_usd(row: Row, value: float) -> str:
     """A breakdown row's dollars; a row of unpriced requests only has none (never shown as $0)."""
     return "unpriced" if row.requests and row.unpriced_requests == row.requests else numbers.usd(value)

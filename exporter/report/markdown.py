@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from exporter.report import numbers
-from exporter.report.figures import headline, population_lines, provenance_lines, row_usd, token_mix, top
+from exporter.report.figures import (
+    headline,
+    population_lines,
+    printable,
+    provenance_lines,
+    row_usd,
+    token_mix,
+    top,
+)
 from exporter.report.summary import MonthSummary, Report, Row
 
 
 def _cell(text: str) -> str:
     """A table cell: pipes and newlines would break the table (label values are the gateway's)."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") or "(none)"
+    return printable(text).replace("\\", "\\\\").replace("|", "\\|") or "(none)"
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], align: str = "") -> list[str]:

@@ -7,7 +7,15 @@ import unicodedata
 from collections.abc import Sequence
 
 from exporter.report import numbers
-from exporter.report.figures import headline, population_lines, provenance_lines, row_usd, token_mix, top
+from exporter.report.figures import (
+    headline,
+    population_lines,
+    printable,
+    provenance_lines,
+    row_usd,
+    token_mix,
+    top,
+)
 from exporter.report.summary import MonthSummary, Report, Row
 
 WIDTH = 78  # the panel's outer width: fits an 80-column terminal
@@ -26,6 +34,7 @@ def width(text: str) -> int:
 
 def _fit(text: str, columns: int) -> str:
     """``text`` cut to ``columns`` terminal columns (with an ellipsis when cut), padded to exactly that."""
+    text = printable(text)
     if width(text) > columns:
         kept, used = [], 0
         for char in text:

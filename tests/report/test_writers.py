@@ -7,13 +7,20 @@ import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.engine.aggregate import CELL_WIDTH, REQUESTS, SAVED, Aggregates, CellKey
 from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import PricedModel, parse_price_table
 from exporter.report.html import render_html
 from exporter.report.json_report import render_json
 from exporter.report.markdown import render_markdown
 from exporter.report.summary import SCHEMA, Report, build_report
 from exporter.report.text import WIDTH, render_text, width
-from tests.report.conftest import line
+from tests.report.conftest import PRICES, line
+
+TABLE = parse_price_table(PRICES, "test-prices.yaml")
 
 HOSTILE = '<script>alert("x")</script> | a\\b'
 NOV = "2026-11-05T10:00:00Z"
@@ -145,3 +152,32 @@ def test_empty_report_renders_everywhere(counted: Callable[[list[bytes]], Pipeli
     assert "No records counted" in render_markdown(report)
     assert "No records counted yet" in render_html(report)
     assert json.loads(render_json(report))["months"] == {}
+
+
+label_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(label_text, label_text), min_size=1, max_size=8))
+def test_any_label_value_is_escaped_and_read_back(pairs: list[tuple[str, str]]) -> None:
+    """Whatever a gateway names its models and tenants, the page stays one page and says them exactly."""
+    agg = Aggregates()
+    rates = TABLE.lookup("gpt-4o", 1_793_491_200.0)
+    assert isinstance(rates, PricedModel)
+    for index, (model, tenant) in enumerate(pairs):
+        cell = [0] * CELL_WIDTH
+        cell[REQUESTS], cell[SAVED] = 1, 100 + index
+        agg.cells[CellKey("2026-11", model, tenant, "provider", agg.rate_id(rates))] = cell
+    report = build_report(agg, agg.month_totals(), source="test", generated_at="2026-11-20T00:00:00Z",
+                          timezone="UTC", month="2026-11", price_versions=["v1"])
+    page = render_html(report, links=True)
+    assert not EXTERNAL.search(page)
+    parser = _Data()
+    parser.feed(page)
+    models = {row["data-name"] for row in parser.rows if row.get("data-breakdown") == "model"}
+    top_models = {row.name for row in report.months[0].by_model[:10]}
+    assert models == top_models
+    markdown = render_markdown(report)
+    for block in re.findall(r"(?:^\|.*\|$\n?)+", markdown, re.MULTILINE):
+        assert len({len(re.findall(r"(?<!\\)\|", row)) for row in block.strip().split("\n")}) == 1, block
+    assert all(width(row) == WIDTH for row in render_text(report).strip().split("\n"))
