@@ -4,7 +4,10 @@ Headless Chromium loads ``/`` from the running ``python -m exporter run`` proces
 screenshots at phone (375 px) and desktop (1280 px) width are kept in the test's tmp
 directory and must be real renderings (the asked width, many colours, not one colour);
 the figures of the rendered DOM (exact values in data attributes) must be the sums of
-the same sidecar's /metrics, scraped when both had counted the whole log.
+the same sidecar's /metrics, scraped when both had counted the whole log. Over the
+DevTools protocol (``tests/support/cdp.py``) the laid-out page is measured at both
+widths: nothing wider than the screen, no table scrolling sideways, no small text, and
+no network request but the page itself.
 ``LLM_SAVINGS_TEST_ARTIFACTS=DIR`` keeps a copy of the screenshots and the page in DIR.
 """
 
@@ -22,6 +25,7 @@ import pytest
 from exporter import catalog
 from exporter.demo.simulator import Simulator
 from tests.support.browser import dump_dom, keep, screenshot
+from tests.support.cdp import DevTools
 from tests.support.landing_dom import PageData, assert_not_blank
 from tests.support.png import read_png
 from tests.support.processes import Process, Samples, poll, replay_json, samples, scrape, total
@@ -140,3 +144,36 @@ def test_landing_page_in_chromium_matches_metrics(landing: Any) -> None:
         assert int(row["data-requests"]) == expected["months"][name]["requests"]
         assert float(row["data-usd-saved"]) == pytest.approx(expected["months"][name]["usd_saved"], rel=REL)
         assert int(row["data-requests"]) == total(parsed, catalog.REQUESTS_TOTAL.name, month=name)
+
+
+LAYOUT = """(() => {
+  const texts = Array.from(document.querySelectorAll('body *')).filter(e =>
+    e.childNodes.length && Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())
+    && !e.closest('svg') && e.getClientRects().length);
+  return {
+    page: [document.documentElement.scrollWidth, window.innerWidth],
+    tables: Array.from(document.querySelectorAll('.scroll')).map(e => [e.scrollWidth, e.clientWidth]),
+    smallestText: Math.min(...texts.map(e => parseFloat(getComputedStyle(e).fontSize))),
+    smallestChartText: Math.min(...Array.from(document.querySelectorAll('svg text'))
+      .map(e => e.getBoundingClientRect().height)),
+    charts: document.querySelectorAll('svg').length,
+  };
+})()"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_landing_page_reads_at_phone_and_desktop_width(landing: Any, width: int) -> None:
+    """Laid out by the browser: nothing wider than the screen, every table without sideways scrolling,
+    text at least 11 px (charts' labels at least 8 px high), and no request but the page itself."""
+    port, tmp, _expected = landing
+    url = f"http://127.0.0.1:{port}/"
+    with DevTools(tmp / f"profile-cdp-{width}") as browser:
+        browser.open(url, width, 900)
+        layout = browser.evaluate(LAYOUT)
+        assert browser.requested() == [url]
+    page_width, viewport = layout["page"]
+    assert page_width <= viewport, layout
+    assert all(scroll <= client for scroll, client in layout["tables"]), layout["tables"]
+    assert layout["smallestText"] >= 11, layout
+    assert layout["smallestChartText"] >= 8, layout
+    assert layout["charts"] >= 5, layout
