@@ -26,7 +26,7 @@ from exporter import catalog
 from exporter.demo.simulator import Simulator
 from tests.support.browser import dump_dom, keep, screenshot
 from tests.support.cdp import DevTools
-from tests.support.landing_dom import PageData, assert_not_blank
+from tests.support.landing_dom import LAYOUT, PageData, assert_not_blank
 from tests.support.png import read_png
 from tests.support.processes import Process, Samples, poll, replay_json, samples, scrape, total
 
@@ -144,21 +144,6 @@ def test_landing_page_in_chromium_matches_metrics(landing: Any) -> None:
         assert int(row["data-requests"]) == expected["months"][name]["requests"]
         assert float(row["data-usd-saved"]) == pytest.approx(expected["months"][name]["usd_saved"], rel=REL)
         assert int(row["data-requests"]) == total(parsed, catalog.REQUESTS_TOTAL.name, month=name)
-
-
-LAYOUT = """(() => {
-  const texts = Array.from(document.querySelectorAll('body *')).filter(e =>
-    e.childNodes.length && Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())
-    && !e.closest('svg') && e.getClientRects().length);
-  return {
-    page: [document.documentElement.scrollWidth, window.innerWidth],
-    tables: Array.from(document.querySelectorAll('.scroll')).map(e => [e.scrollWidth, e.clientWidth]),
-    smallestText: Math.min(...texts.map(e => parseFloat(getComputedStyle(e).fontSize))),
-    smallestChartText: Math.min(...Array.from(document.querySelectorAll('svg text'))
-      .map(e => e.getBoundingClientRect().height)),
-    charts: document.querySelectorAll('svg').length,
-  };
-})()"""
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from exporter.demo.simulator import Simulator
 from tests.support.browser import dump_dom, keep, screenshot
-from tests.support.landing_dom import PageData, assert_not_blank
+from tests.support.cdp import DevTools
+from tests.support.landing_dom import LAYOUT, PageData, assert_not_blank
 from tests.support.png import read_png
 from tests.support.processes import ROOT, replay_json
 
@@ -45,3 +46,8 @@ def test_report_html_in_chromium_shows_replays_numbers(tmp_path: Path) -> None:
     shot = screenshot(url, tmp_path / "report-375.png", 375, 1600, tmp_path / "profile-shot")
     keep(shot, shot.name)
     assert_not_blank(read_png(shot), 375)
+    with DevTools(tmp_path / "profile-cdp") as browser:  # offline: the file asks for nothing else
+        browser.open(url, 375, 900)
+        layout = browser.evaluate(LAYOUT)
+        assert browser.requested() == [url]
+    assert layout["page"][0] <= layout["page"][1] and layout["smallestText"] >= 11, layout

@@ -6,6 +6,21 @@ from html.parser import HTMLParser
 
 from tests.support.png import Image
 
+# Evaluated in the laid-out page (tests/support/cdp.py): page and table widths, the smallest text.
+LAYOUT = """(() => {
+  const texts = Array.from(document.querySelectorAll('body *')).filter(e =>
+    e.childNodes.length && Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())
+    && !e.closest('svg') && e.getClientRects().length);
+  return {
+    page: [document.documentElement.scrollWidth, window.innerWidth],
+    tables: Array.from(document.querySelectorAll('.scroll')).map(e => [e.scrollWidth, e.clientWidth]),
+    smallestText: Math.min(...texts.map(e => parseFloat(getComputedStyle(e).fontSize))),
+    smallestChartText: Math.min(...Array.from(document.querySelectorAll('svg text'))
+      .map(e => e.getBoundingClientRect().height)),
+    charts: document.querySelectorAll('svg').length,
+  };
+})()"""
+
 
 class PageData(HTMLParser):
     """The page's ``data-figure`` values, its table rows by breakdown, its months and provenance tags."""
