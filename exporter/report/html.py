@@ -31,8 +31,8 @@ def _attrs(**values: float | int | str | None) -> str:
     return "".join(out)
 
 
-def _card(title: str, body: str, wide: bool = False) -> str:
-    return f'<section class="card{" wide" if wide else ""}"><h2>{escape(title)}</h2>{body}</section>'
+def _card(title: str, body: str) -> str:
+    return f'<section class="card"><h2>{escape(title)}</h2>{body}</section>'
 
 
 def _figures(month: MonthSummary) -> str:

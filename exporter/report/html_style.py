@@ -22,7 +22,6 @@ overflow:hidden;text-overflow:ellipsis}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,440px),1fr));gap:16px;margin-bottom:16px}
 .card{background:#fff;border-radius:10px;padding:14px 16px;box-shadow:0 1px 2px rgba(16,24,40,.08);min-width:0;
 container-type:inline-size}
-.card.wide{grid-column:1/-1}
 .card h2{margin:0 0 10px;font-size:15px;font-weight:650}
 .card h3{margin:16px 0 6px;font-size:13px;font-weight:650;color:#475569}
 .chart{display:block;width:100%;height:auto;margin-bottom:10px;max-width:520px}
