@@ -59,6 +59,22 @@ def test_snapshot_is_not_changed_by_later_ingestion(sidecar: Sidecar) -> None:
     assert copy.cells.keys() == agg.cells.keys() and copy.components
 
 
+def test_snapshot_copies_every_mutable_value(sidecar: Sidecar) -> None:
+    """The copy is generic over Aggregates' tables: each must hold lists (copied) or immutable values
+    (shared), so a table the engine adds later is copied correctly too, or this test says why not."""
+    agg = sidecar.pipeline.aggregates
+    copy = snapshot(agg)
+    for name, table in vars(agg).items():
+        if isinstance(table, dict):
+            assert copy.__dict__[name] is not table, name
+            for key, value in table.items():
+                assert isinstance(value, list | int | float | str | tuple), (name, type(value))
+                if isinstance(value, list):
+                    assert copy.__dict__[name][key] == value and copy.__dict__[name][key] is not value, name
+        elif isinstance(table, list):
+            assert copy.__dict__[name] == table and copy.__dict__[name] is not table, name
+
+
 def test_only_the_copy_runs_under_the_lock(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> None:
     watched = _WatchedLock(sidecar.pipeline.lock)
     monkeypatch.setattr(sidecar.pipeline, "lock", watched)
