@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 GZIP_LEVEL = 1  # metric text compresses ~10x even at level 1, at a fraction of level 6's CPU
 # The landing page is one self-contained document: no script, and nothing fetched from anywhere.
-LANDING_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+LANDING_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
 def accepts_gzip(header: str | None) -> bool:
