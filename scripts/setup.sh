@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh clone: a virtualenv with the package, and for
-# tests the Debian packages (promtool and a real Prometheus server, logrotate, mtail).
+# tests the Debian packages (promtool and a real Prometheus server, logrotate, mtail, chromium).
 #   scripts/setup.sh          # runtime only (what `make demo` needs)
 #   scripts/setup.sh --test   # plus test dependencies and Debian packages
 set -euo pipefail
@@ -26,6 +26,9 @@ if [ "${1:-}" = "--test" ]; then
   command -v logrotate >/dev/null 2>&1 || [ -x /usr/sbin/logrotate ] || need+=(logrotate)
   # the benchmark peer whose sums a test compares with replay's
   command -v mtail >/dev/null 2>&1 || need+=(mtail)
+  # the landing page and the HTML report are rendered in headless Chromium (tests/e2e/test_landing_*.py)
+  # (and a font: --no-install-recommends leaves chromium without one)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"

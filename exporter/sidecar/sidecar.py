@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from exporter.exposition.render import (
 )
 from exporter.exposition.server import Endpoints, MetricsServer
 from exporter.prices.table import load_price_table
+from exporter.report.live import landing_page
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, StateDirLock
 from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, parse_listen
 from exporter.sidecar.health import Health, health_samples, readiness
@@ -116,7 +118,7 @@ class Sidecar:
             self.sources.append(SourceRunner(source, tailer, decoder))
         self.exposition = Exposition(self.pipeline.month_of.start)
         host, port = parse_listen(config.listen)
-        self.server = MetricsServer(host, port, Endpoints(self.metrics, self.readiness, self.summary))
+        self.server = MetricsServer(host, port, Endpoints(self.metrics, self.readiness, partial(landing_page, self)))
         self.receiver: Any = None
         if config.otlp.enabled:
             self.receiver = self._make_receiver()
@@ -390,7 +392,6 @@ class Sidecar:
         current = datetime.fromtimestamp(self.wall(), self.pipeline.month_of.zone).strftime("%Y-%m")
         totals = months.get(current, {})
         return {"month": current, **totals}
-
 
 
 __all__ = ["Sidecar"]
