@@ -349,3 +349,26 @@ def test_no_bridge_unless_asked() -> None:
     assert [c["name"] for c in pod_template(objects)["spec"]["containers"]] == ["llm-savings-exporter"]
     assert "otlp-grpc" not in {p["name"] for s in by_kind(objects, "Service") for p in s["spec"]["ports"]}
     assert "speaks OTLP/gRPC only" in notes
+
+
+def test_readme_collector_config_points_at_what_the_chart_renders() -> None:
+    """The README's loadbalancing exporter config, for a release `savings` in `obs`."""
+    readme = (CHART / "README.md").read_text()
+    blocks = []
+    for block in readme.split("```yaml\n")[1:]:
+        try:
+            blocks.append(yaml.safe_load(block.split("```")[0]))
+        except yaml.YAMLError:
+            continue  # a template of the parent-chart example, not plain YAML
+    (collector,) = [b for b in blocks if isinstance(b, dict) and "loadbalancing" in b.get("exporters", {})]
+    (chart_values,) = [b for b in blocks if isinstance(b, dict) and b.get("mode") == "standalone"]
+    balancer = collector["exporters"]["loadbalancing"]
+    assert balancer["routing_key"] == "traceID"
+    with helm.Chart.load(CHART) as loaded:
+        manifests = loaded.render(chart_values, name="savings", namespace="obs", is_install=True)
+    objects = [d for p, t in manifests.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t) if d]
+    (headless,) = [s for s in by_kind(objects, "Service") if s["spec"].get("clusterIP") == "None"]
+    dns = balancer["resolver"]["dns"]
+    assert dns["hostname"] == f"{headless['metadata']['name']}.obs.svc.cluster.local"
+    assert dns["port"] == {p["name"]: p["port"] for p in headless["spec"]["ports"]}["otlp-grpc"]
+    assert collector["service"]["pipelines"]["traces/llm-savings"]["exporters"] == ["loadbalancing"]
