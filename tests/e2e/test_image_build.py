@@ -25,6 +25,8 @@ import re
 import shutil
 import signal
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -313,6 +315,41 @@ def canonical_lines(n: int, model: str) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def otlp_span_body(response_id: str) -> bytes:
+    """One GenAI chat span as OTLP/JSON (current semconv names), as a Collector forwards it."""
+    attributes = {
+        "gen_ai.operation.name": {"stringValue": "chat"},
+        "gen_ai.provider.name": {"stringValue": "openai"},
+        "gen_ai.request.model": {"stringValue": "gpt-4o-mini"},
+        "gen_ai.response.id": {"stringValue": response_id},
+        "gen_ai.usage.input_tokens": {"intValue": "1000"},
+        "gen_ai.usage.output_tokens": {"intValue": "100"},
+    }
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "chat gpt-4o-mini",
+        "kind": 3,
+        "startTimeUnixNano": "1795000000000000000",
+        "endTimeUnixNano": "1795000001000000000",
+        "attributes": [{"key": k, "value": v} for k, v in attributes.items()],
+    }
+    scope = {"scope": {"name": "image-test"}, "spans": [span]}
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [scope]}]}).encode()
+
+
+def post_otlp(url: str, body: bytes, token: str | None) -> int:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
 def test_sidecar_runs_the_charts_config_on_a_read_only_root(container: Container, tmp_path: Path) -> None:
     objects, _ = render(scenario_values("example-gateway"))
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
@@ -351,7 +388,7 @@ def test_sidecar_runs_the_charts_config_on_a_read_only_root(container: Container
     server = Served(argv, tmp_path / "sidecar.log", f"--config\0{config_path}")
     base = f"http://127.0.0.1:{metrics_port}"
     try:
-        for probe in (exporter["livenessProbe"], exporter["readinessProbe"]):
+        for probe in (exporter["startupProbe"], exporter["livenessProbe"], exporter["readinessProbe"]):
             url = base + probe["httpGet"]["path"]
 
             def answers(url: str = url) -> bytes | None:
@@ -367,7 +404,13 @@ def test_sidecar_runs_the_charts_config_on_a_read_only_root(container: Container
             done = total(samples(text), "llm_savings_requests_total") == n
             return text if done else None
 
-        text = poll(all_counted, 60, f"{n} records counted", interval=0.2)
+        poll(all_counted, 60, f"{n} records counted", interval=0.2)
+        # The OTLP receiver the chart opened wants the token from the Secret (env).
+        traces = f"http://127.0.0.1:{otlp_port}/v1/traces"
+        assert post_otlp(traces, otlp_span_body("chatcmpl-image-1"), None) == 401
+        assert post_otlp(traces, otlp_span_body("chatcmpl-image-1"), env["LLM_SAVINGS_OTLP_BEARER_TOKEN"]) == 200
+        n += 1
+        text = poll(all_counted, 60, "the span counted", interval=0.2)
         promtool_check(text)
         table = yaml.safe_load((host["prices"] / "prices.yaml").read_text())
         versions = {v["version"] for v in table["versions"]}
