@@ -372,3 +372,15 @@ def test_readme_collector_config_points_at_what_the_chart_renders() -> None:
     assert dns["hostname"] == f"{headless['metadata']['name']}.obs.svc.cluster.local"
     assert dns["port"] == {p["name"]: p["port"] for p in headless["spec"]["ports"]}["otlp-grpc"]
     assert collector["service"]["pipelines"]["traces/llm-savings"]["exporters"] == ["loadbalancing"]
+
+
+@pytest.mark.parametrize("scenario", ["standalone-replicas", "conventions"])
+def test_new_objects_fit_63_characters_under_the_longest_release(scenario: str) -> None:
+    with helm.Chart.load(CHART) as loaded:
+        manifests = loaded.render(scenario_values(scenario), name="r" * 53, namespace=NAMESPACE)
+    objects = [d for p, t in manifests.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t) if d]
+    kinds = {o["kind"] for o in objects}
+    assert {"PodDisruptionBudget", "NetworkPolicy"} <= kinds
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    assert all(len(name) <= 63 for _, name in names), names
+    assert len(set(names)) == len(names), names
