@@ -9,7 +9,7 @@
 # Both steps are skipped when their image is already in buildah's storage: the base is
 # keyed by its debootstrap settings, the image by the hash of everything the build reads
 # (Dockerfile, .dockerignore, pyproject.toml, README.md, LICENSE, exporter/,
-# scripts/bake_encodings.py) plus the base. Needs root, buildah and debootstrap
+# scripts/bake_encodings.py, this script) plus the base. Needs root, buildah and debootstrap
 # (scripts/setup.sh --test installs them).
 #
 #   scripts/build_image.sh            # prints the image name on the last line of stdout
@@ -72,7 +72,7 @@ fi
 image_key=$( (
   printf '%s\n' "$BASE"
   git ls-files -co --exclude-standard -- Dockerfile .dockerignore pyproject.toml README.md LICENSE \
-    exporter scripts/bake_encodings.py | grep -v '__pycache__' | LC_ALL=C sort | xargs sha256sum
+    exporter scripts/bake_encodings.py scripts/build_image.sh | grep -v '__pycache__' | LC_ALL=C sort | xargs sha256sum
 ) | sha256sum | cut -c1-16)
 IMAGE=localhost/llm-savings-exporter:$image_key
 build_s=0
