@@ -342,6 +342,13 @@ def test_grpc_bridge_forwards_to_the_exporter_in_its_own_pod() -> None:
         config["exporters"]
     )
     assert set(config["service"]["extensions"]) <= set(config["extensions"])
+    # The Collector does not reload its file: a config change rolls the pods.
+    annotations = pod_template(objects)["metadata"]["annotations"]
+    other, _ = render({**scenario_values("standalone-replicas"), "ports": {"otlp": 4319}})
+    assert (
+        annotations["checksum/otlp-grpc-bridge"]
+        != pod_template(other)["metadata"]["annotations"]["checksum/otlp-grpc-bridge"]
+    )
 
 
 def test_no_bridge_unless_asked() -> None:
