@@ -71,9 +71,10 @@ UNPRICED_MODEL = "acme-llm-1"
 def record_month(now: datetime) -> tuple[datetime, str]:
     """Start of the month the records go in: the current one (retention keeps it)."""
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    # records are a minute apart from the month's start; every one must be in the past (a record
-    # dated ahead of the clock is refused as future_ts), so early in a month use the previous one
-    if now - start < timedelta(hours=12):
+    # records are a minute apart from the month's start (replica b's a day later); every one must be
+    # in the past (a record dated ahead of the clock is refused as future_ts), so early in a month
+    # use the previous one
+    if now - start < timedelta(days=1, hours=12):
         start = (start - timedelta(days=1)).replace(day=1)
     return start, start.strftime("%Y-%m")
 

@@ -30,6 +30,11 @@ def test_parse_step_refuses(text: str, message: str) -> None:
         parse_step(text)
 
 
+@given(amount=st.integers(1, 10_000), unit=st.sampled_from(["", "s", "m", "h", "d"]))
+def test_parse_step_scales_by_its_unit(amount: int, unit: str) -> None:
+    assert parse_step(f"{amount}{unit}") == amount * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
 def test_labels_start_with_the_backfill_mark() -> None:
     assert parse_labels(["job=llm-savings-exporter", "cluster=eu-1"], reserved_labels()) == (
         ("backfill", "true"), ("job", "llm-savings-exporter"), ("cluster", "eu-1"))
