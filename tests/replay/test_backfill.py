@@ -155,7 +155,9 @@ def test_counters_are_monotone_and_end_at_replay(seed: int, count: int, span_hou
 def test_a_step_holds_the_records_logged_before_it(tmp_path: Path) -> None:
     """In a log written in time order, the requests at step t are the distinct records dated before t."""
     lines = make_log(3, 400, 60.0, late_share=0.0)
-    _summary, text, _log = run_backfill(tmp_path, lines, 3600.0)
+    until = datetime(2026, 11, 4, tzinfo=UTC).timestamp()  # after every record (they span about 60 hours)
+    summary, text, _log = run_backfill(tmp_path, lines, 3600.0, until=until)
+    assert summary.after_until == 0
     stamps = {}
     for line in lines:
         if line.startswith(b"{"):
