@@ -26,12 +26,12 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, NamedTuple
 
 from exporter import catalog
 from exporter.engine.dedupe import DedupeLedger
-from exporter.engine.pipeline import Pipeline
+from exporter.engine.pipeline import NESTS_TOO_DEEPLY, Pipeline
 from exporter.engine.records import Record
 from exporter.exposition.render import Exposition
 from exporter.prices.table import PriceTable
@@ -110,38 +110,34 @@ def backfill(paths: list[str], prices: PriceTable, decoder: LineDecoder, out_pat
     newest: float | None = None
     next_step = 0.0
     lines = after_until = 0
-    for path in paths:
-        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    for raw in _lines(paths):
+        lines += 1
+        line, skipped, _nuls = normalise_line(raw, max_line_bytes)
+        if skipped is not None:
+            pipeline.reject(skipped, "backfill")
+            continue
         try:
-            for block, _unusual in read_blocks(stream):
-                for raw in block:
-                    lines += 1
-                    line, skipped, _nuls = normalise_line(raw, max_line_bytes)
-                    if skipped is not None:
-                        pipeline.reject(skipped, "backfill")
-                        continue
-                    result = decoder(line)
-                    if result is None:
-                        continue  # a blank line
-                    ts = result.ts
-                    if ts is not None and 0 <= ts <= horizon:
-                        if until is not None and ts >= until:
-                            after_until += 1
-                            continue
-                        if newest is None or ts > newest:
-                            if newest is None:
-                                next_step = clock.next_after(ts)
-                            while next_step <= ts:
-                                recorder.snapshot(next_step)
-                                next_step = clock.next_after(next_step)
-                            newest = ts
-                    if isinstance(result, Record):
-                        pipeline.apply(result)
-                    else:
-                        pipeline.reject(result.reason, "backfill", ts)
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
+            result = decoder(line)
+        except RecursionError:  # as the pipeline's own loop: a hostile line is rejected, never a crash
+            result = NESTS_TOO_DEEPLY
+        if result is None:
+            continue  # a blank line
+        ts = result.ts
+        if ts is not None and 0 <= ts <= horizon:
+            if until is not None and ts >= until:
+                after_until += 1
+                continue
+            if newest is None or ts > newest:
+                if newest is None:
+                    next_step = clock.next_after(ts)
+                while next_step <= ts:
+                    recorder.snapshot(next_step)
+                    next_step = clock.next_after(next_step)
+                newest = ts
+        if isinstance(result, Record):
+            pipeline.apply(result)
+        else:
+            pipeline.reject(result.reason, "backfill", ts)
     if newest is None:
         return BackfillSummary(lines, 0, None, None, 0, 0, after_until)
     end = until if until is not None else default_until(newest, clock, wall_clock())
@@ -159,6 +155,18 @@ def backfill(paths: list[str], prices: PriceTable, decoder: LineDecoder, out_pat
             os.unlink(temporary)
     return BackfillSummary(lines, len(recorder.steps), recorder.steps[0], recorder.steps[-1], series, samples,
                            after_until)
+
+
+def _lines(paths: list[str]) -> Iterator[bytes]:
+    """Every line of ``paths`` in order, without its newline (``-``: stdin)."""
+    for path in paths:
+        stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        try:
+            for block, _unusual in read_blocks(stream):
+                yield from block
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
 
 
 def default_until(newest: float, clock: StepClock, now: float) -> float:

@@ -201,3 +201,14 @@ def test_records_dated_ahead_of_the_clock_do_not_move_it(tmp_path: Path) -> None
     rejected = [points for (name, labels), points in parsed_totals(text).items()
                 if name == catalog.RECORDS_REJECTED_TOTAL.name and dict(labels)["reason"] == "future_ts"]
     assert rejected and rejected[0][-1][1] == 1
+
+
+def test_hostile_lines_are_rejected_not_a_crash(tmp_path: Path) -> None:
+    """Deep nesting (msgspec's RecursionError), NUL bytes and overlong lines: counted rejects."""
+    lines = make_log(11, 10, 3.0, late_share=0.0)
+    lines[3:3] = [b"[" * 200_000 + b"]" * 200_000, b'{"ts": 1\x00}', b"x" * (2 << 20)]
+    summary, text, _log = run_backfill(tmp_path, lines, 3600.0)
+    reasons = {dict(labels)["reason"]: points[-1][1] for (name, labels), points in parsed_totals(text).items()
+               if name == catalog.RECORDS_REJECTED_TOTAL.name}
+    assert reasons == {"invalid_json": 1, "nul_bytes": 1, "line_too_long": 1}
+    assert summary.lines == len(lines)
