@@ -144,14 +144,14 @@ RECORDS_FLAGGED_TOTAL = _c(
     "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
     (MONTH, "flag"), "provenance")
 PRICE_TABLE_INFO = MetricSpec(
-    PREFIX + "price_table_info", "gauge", "",
+    PREFIX + "price_table_info", "info", "",
            "Price versions of the loaded table (value 1), with the table file's sha256.",
            ("version", "effective_from", "sha256"), "provenance")
 PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS = _g(
     "price_table_newest_effective_timestamp_seconds", "seconds",
     "effective_from of the newest version in the loaded price table, for a staleness alert.", (), "provenance")
 BUILD_INFO = MetricSpec(
-    PREFIX + "build_info", "gauge", "", "Build information (value 1).",
+    PREFIX + "build_info", "info", "", "Build information (value 1).",
            ("version", "python_version"), "health")
 # --- exporter health ---
 SOURCE_LINES_READ_TOTAL = _c(

@@ -126,9 +126,10 @@ class _Family:
     def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
         self.spec = spec
         self.labels_of = label_text
-        header = f"# HELP {{name}} {spec.help}\n# TYPE {{name}} {spec.type}\n"
-        self.text_header = header.format(name=spec.name)
-        self.om_header = header.format(name=spec.family_name)
+        # the text format 0.0.4 has no info type: a gauge there, as prometheus_client writes it
+        text_type = "gauge" if spec.type == "info" else spec.type
+        self.text_header = f"# HELP {spec.name} {spec.help}\n# TYPE {spec.name} {text_type}\n"
+        self.om_header = f"# HELP {spec.family_name} {spec.help}\n# TYPE {spec.family_name} {spec.type}\n"
         self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
 
     def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,

@@ -609,3 +609,25 @@ def test_alerts_evaluate_and_the_scenario_s_conditions_go_pending(stack: Stack) 
         expected.add("LlmSavingsPriceTableStale")
     # Replica b rejects about 1% of its records: on either side of the threshold.
     assert expected <= pending <= expected | {"LlmSavingsRecordsRejected"}
+
+
+# What Prometheus 2.42 sends: OpenMetrics first.
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+
+
+def test_prometheus_scrapes_openmetrics_with_info_families(stack: Stack) -> None:
+    """The sidecars answer Prometheus with OpenMetrics, `_info` families typed info, and Prometheus
+    ingests them: both targets healthy, each with its price table and build info."""
+    for exporter in stack.exporters:
+        request = urllib.request.Request(exporter.base + "/metrics", headers={"Accept": PROMETHEUS_ACCEPT})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+            text = response.read().decode()
+        assert "# TYPE llm_savings_price_table info\n" in text and "# TYPE llm_savings_build info\n" in text
+        assert text.endswith("# EOF\n")
+    targets = json.loads(http_get(stack.prometheus + "/api/v1/targets"))["data"]["activeTargets"]
+    assert len(targets) == 2 and all(t["health"] == "up" and not t["lastError"] for t in targets), targets
+    for name in ("llm_savings_price_table_info", "llm_savings_build_info"):
+        by_instance = prom_query(stack.prometheus, f"count by (instance) ({name} == 1)")
+        assert len(by_instance) == 2, (name, by_instance)
