@@ -4,9 +4,10 @@ A scrape must not cost the gateway's pod much CPU even with tens of thousands
 of series, so this module writes the exposition text itself instead of
 building prometheus_client sample objects on every scrape:
 
-- series that map one-to-one to an aggregate table (tokens saved by component,
-  divergence, unpriced, duplicates, rejects, flags) are rendered straight from
-  that table, with each series' label text built once and cached;
+- series that map one-to-one to an aggregate table (divergence, unpriced,
+  duplicates, rejects, flags) are rendered straight from that table, with each
+  series' label text built once and cached; components, populations and the
+  optimizer's spend are summed from their tables (``breakdowns``);
 - series that sum several cells (requests, spend, dollars saved...) are kept
   in per-metric tables updated only for the cells that changed since the last
   scrape; such a series is re-summed exactly from its cells.
@@ -37,8 +38,11 @@ from exporter.engine.aggregate import (
     Aggregates,
     CellKey,
     ComponentKey,
+    OptimizerKey,
+    PopulationKey,
     cell_dollars,
 )
+from exporter.exposition import breakdowns
 from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -55,6 +59,9 @@ class Frame:
     dirty: list[tuple[CellKey, list[int]]]  # cells changed since the last frame, copied, in cell order
     rate_book: list[PricedModel]
     components: dict[ComponentKey, int]
+    populations: dict[PopulationKey, tuple[int, int]]
+    optimizer: dict[OptimizerKey, tuple[int, ...]]
+    optimizer_unpriced: dict[tuple[str, str, str], int]
     unpriced: dict[tuple[str, str, str], int]
     divergence: dict[tuple[str, str, str, str], tuple[int, int]]
     duplicates: dict[str, int]
@@ -262,6 +269,9 @@ class Exposition:
             dirty=dirty,
             rate_book=list(agg.rate_book),
             components=dict(agg.components),
+            populations={k: (v[0], v[1]) for k, v in agg.populations.items()},
+            optimizer={k: tuple(v) for k, v in agg.optimizer.items()},
+            optimizer_unpriced=dict(agg.optimizer_unpriced),
             unpriced=dict(agg.unpriced),
             divergence={k: (v[0], v[1]) for k, v in agg.divergence.items()},
             duplicates=dict(agg.duplicates),
@@ -311,9 +321,16 @@ class Exposition:
         """
         self._update_sums(frame)
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
-            catalog.TOKENS_SAVED_TOTAL.name: (((k.month, k.model, k.tenant, k.component, k.method), v)
-                                              for k, v in frame.components.items()),
+            catalog.TOKENS_SAVED_TOTAL.name: breakdowns.component_tokens(frame.components).items(),
+            catalog.BASELINE_INPUT_TOKENS_TOTAL.name: breakdowns.population_tokens(frame.populations, 0).items(),
+            catalog.SENT_INPUT_TOKENS_TOTAL.name: breakdowns.population_tokens(frame.populations, 1).items(),
+            catalog.COMPONENT_USD_SAVED_TOTAL.name: breakdowns.component_dollars(
+                frame.components, frame.rate_book).items(),
+            catalog.OPTIMIZER_SPEND_USD_TOTAL.name: breakdowns.optimizer_dollars(
+                frame.optimizer, frame.rate_book).items(),
+            catalog.OPTIMIZER_TOKENS_TOTAL.name: breakdowns.optimizer_tokens(frame.optimizer).items(),
             catalog.UNPRICED_REQUESTS_TOTAL.name: frame.unpriced.items(),
+            catalog.OPTIMIZER_UNPRICED_REQUESTS_TOTAL.name: frame.optimizer_unpriced.items(),
             catalog.DIVERGENCE_COUNTED_TOKENS_TOTAL.name: ((k, v[0]) for k, v in frame.divergence.items()),
             catalog.DIVERGENCE_PROVIDER_TOKENS_TOTAL.name: ((k, v[1]) for k, v in frame.divergence.items()),
             catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in frame.duplicates.items()),
