@@ -23,7 +23,7 @@ cache hit gets ``<id>_cache_hit<time>``)
 ``metadata.requester_metadata.llm_savings`` or   ``tokens_before``,
 ``metadata.spend_logs_metadata.llm_savings``     ``tokens_after``, ``count_method``,
 (an object the gateway puts in the request's     ``would_have_saved``,
-``metadata``)                                    ``components``
+``metadata``)                                    ``components``, ``optimizer``
 ``cache_hit: true`` (LiteLLM's own response      no ``usage``, the flag
 cache answered)                                  ``response_cache_hit``: the provider
                                                  was not called, nothing billed
@@ -61,7 +61,7 @@ from typing import Any
 from exporter.engine.usage import UsageError, count_value
 from exporter.sources.formats.errors import FormatError
 
-SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components")
+SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components", "optimizer")
 _TENANT_KEYS = ("user_api_key_team_alias", "user_api_key_team_id", "team_alias", "team_id")
 _DETECT_KEYS = ("call_type", "custom_llm_provider", "hidden_params", "model_map_information",
                 "response_cost")
