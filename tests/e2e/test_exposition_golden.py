@@ -325,3 +325,22 @@ def test_series_order_does_not_depend_on_the_hash_seed(seed: str) -> None:
     expected = b"".join((GOLDEN / c / "expected.prom").read_bytes() + (GOLDEN / c / "expected.om").read_bytes()
                         for c in CASES)
     assert result.stdout == expected
+
+
+def test_net_savings_case_by_hand() -> None:
+    """The optimizer case, worked out by hand from tests/fixtures/golden/prices.yaml (gpt-4o 2.5 in, 1.25
+    cache read, 10.0 out; claude-sonnet-4-5 3.0 in): spend, unpriced reasons, populations, components."""
+    parsed = samples((GOLDEN / "net_savings" / "expected.prom").read_text(encoding="utf-8"))
+    p = catalog.PREFIX
+    # n-1 (fresh 10000, cache read 2000, out 900) and n-2 (fresh 6000, out 10); the duplicate n-1 pays nothing
+    assert _sum(parsed, p + "optimizer_spend_usd_total", "2026-11") == (16000 * 2.5 + 2000 * 1.25 + 910 * 10.0) / 1e6
+    unpriced = {dict(k)["reason"]: v for k, v in parsed[p + "optimizer_unpriced_requests_total"].items()}
+    assert unpriced == {"unknown_model": 1, "unknown_usage_shape": 1}
+    baseline = {dict(k)["population"]: v for k, v in parsed[p + "baseline_input_tokens_total"].items()
+                if dict(k)["model"] == "gpt-4o"}
+    assert baseline == {"compacted": 9000, "untouched": 800}
+    by_component = {dict(k)["component"]: v for k, v in parsed[p + "component_usd_saved_total"].items()
+                    if dict(k)["model"] == "gpt-4o"}
+    assert by_component == {"history_summary": 4000 * 2.5 / 1e6, "tool_output_dedupe": 1500 * 2.5 / 1e6,
+                            "unattributed": 500 * 2.5 / 1e6}
+    assert _sum(parsed, p + "records_rejected_total", "2026-11") == 1  # n-5: an optimizer block without usage
