@@ -246,11 +246,15 @@ class Pipeline:
             cell[WOULD_SAVE] += would_save
         if has_savings:
             assert before is not None and after is not None
-            saved = before - after if before > after else 0
-            cell[SAVED] += saved
-            population = baseline_compacted if saved else baseline_untouched
-            population[0] += before
-            population[1] += after
+            if before > after:  # compacted
+                saved = before - after
+                cell[SAVED] += saved
+                baseline_compacted[0] += before
+                baseline_compacted[1] += after
+            else:  # untouched: saves nothing
+                saved = 0
+                baseline_untouched[0] += before
+                baseline_untouched[1] += after
             if components:
                 self._attribute(cell_key, saved, components)
             else:  # the common case of _attribute: all of it unattributed
