@@ -7,10 +7,10 @@ integer token sums under the exact rates it was counted with (an id into the
 independent of record order, and immune to repricing: a new price table adds
 new rate-book entries, it never changes the old ones.
 
-Cell layout and keys: ``exporter.engine.cells``. Beside the cells: saving
-components (under their cell's rate id, for dollars by component), baseline
-and sent input tokens per population (saved % and the compression ratio), and
-the optimizer's own model usage (net savings), each an integer table too.
+Cell layout and keys: ``exporter.engine.cells`` (a cell also holds the baseline
+and sent input tokens of its populations: saved % and the compression ratio).
+Beside the cells: saving components (under their cell's rate id, for dollars by
+component) and the optimizer's own model usage (net savings), integer tables too.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from exporter.engine.cells import (
     CACHE_READ,
     CELL_WIDTH,
     FRESH,
+    LEGACY_CELL_WIDTH,
+    LEGACY_SAVED,
     OPT_REQUESTS,
     OPTIMIZER_WIDTH,
     OUTPUT,
@@ -38,18 +40,17 @@ from exporter.engine.cells import (
     ComponentKey,
     Dollars,
     OptimizerKey,
-    PopulationKey,
     cell_dollars,
     exact_cell_dollars,
     exact_optimizer_spend,
     exact_saved_usd,
+    populations,
 )
 from exporter.prices.table import PricedModel
 
 __all__ = [
     "CACHE_READ", "CELL_WIDTH", "FRESH", "OUTPUT", "REQUESTS", "SAVED", "UNKNOWN_MONTH", "UNPRICED", "WOULD_SAVE",
-    "WRITE_1H", "WRITE_5M", "Aggregates", "CellKey", "ComponentKey", "Dollars", "OptimizerKey", "PopulationKey",
-    "cell_dollars",
+    "WRITE_1H", "WRITE_5M", "Aggregates", "CellKey", "ComponentKey", "Dollars", "OptimizerKey", "cell_dollars",
 ]
 
 _RATE_FIELDS = ("version", "model", "family", "input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -66,7 +67,6 @@ class Aggregates:
     def __init__(self) -> None:
         self.cells: dict[CellKey, list[int]] = {}
         self.components: dict[ComponentKey, int] = {}
-        self.populations: dict[PopulationKey, list[int]] = {}  # -> [baseline, sent] (BASELINE, SENT)
         self.optimizer: dict[OptimizerKey, list[int]] = {}  # -> OPT_* sums of the optimizer's own calls
         self.optimizer_unpriced: dict[tuple[str, str, str], int] = {}  # (month, model, reason)
         self.unpriced: dict[tuple[str, str, str], int] = {}
@@ -90,13 +90,6 @@ class Aggregates:
         found = self.cells.get(key)
         if found is None:
             found = self.cells[key] = [0] * CELL_WIDTH
-        return found
-
-    def population(self, key: PopulationKey) -> list[int]:
-        """The [baseline, sent] pair of ``key``, made on first use (routes hold it, like their cell)."""
-        found = self.populations.get(key)
-        if found is None:
-            found = self.populations[key] = [0, 0]
         return found
 
     def optimizer_cell(self, key: OptimizerKey) -> list[int]:
@@ -123,7 +116,6 @@ class Aggregates:
 
         self.cells = {k: v for k, v in self.cells.items() if keep(k.month)}
         self.components = {k: v for k, v in self.components.items() if keep(k.month)}
-        self.populations = {k: v for k, v in self.populations.items() if keep(k.month)}
         self.optimizer = {k: v for k, v in self.optimizer.items() if keep(k.month)}
         self.optimizer_unpriced = {k: v for k, v in self.optimizer_unpriced.items() if keep(k[0])}
         self.unpriced = {k: v for k, v in self.unpriced.items() if keep(k[0])}
@@ -151,8 +143,6 @@ class Aggregates:
             _add_into(self.cell(key._replace(rate_id=renumbered(key.rate_id))), cell)
         for opt_key, opt_cell in other.optimizer.items():
             _add_into(self.optimizer_cell(opt_key._replace(rate_id=renumbered(opt_key.rate_id))), opt_cell)
-        for pop_key, pair in other.populations.items():
-            _add_into(self.population(pop_key), pair)
         for div_key, pair in other.divergence.items():
             _add_into(self.divergence.setdefault(div_key, [0, 0]), pair)
         for comp_key, tokens in other.components.items():
@@ -214,6 +204,13 @@ class Aggregates:
             totals["cache_read_tokens"] += cell[CACHE_READ]
             totals["cache_write_tokens"] += cell[WRITE_5M] + cell[WRITE_1H]
             totals["output_tokens"] += cell[OUTPUT]
+            if key.method:
+                pops = populations(cell)
+                compacted, untouched = totals["populations"]["compacted"], totals["populations"]["untouched"]
+                compacted["baseline_input_tokens"] += pops.baseline_compacted
+                compacted["sent_input_tokens"] += pops.sent_compacted
+                untouched["baseline_input_tokens"] += pops.baseline_untouched
+                untouched["sent_input_tokens"] += pops.sent_untouched
             if rates is None:
                 totals["unpriced"] += cell[REQUESTS]
                 continue
@@ -229,10 +226,6 @@ class Aggregates:
             entry[0] += tokens
             if comp_key.rate_id != UNPRICED:
                 entry[1] += exact_saved_usd(tokens, self.rate_book[comp_key.rate_id], comp_key.method)
-        for pop_key, (baseline, sent) in self.populations.items():
-            pops = month(pop_key.month)["populations"][pop_key.population]
-            pops["baseline_input_tokens"] += baseline
-            pops["sent_input_tokens"] += sent
         for opt_key, opt_cell in self.optimizer.items():
             month(opt_key.month)["optimizer_requests"] += opt_cell[OPT_REQUESTS]
             if opt_key.rate_id != UNPRICED:
@@ -254,7 +247,6 @@ class Aggregates:
         return {
             "cells": [[*key, *cell] for key, cell in self.cells.items()],
             "components": [[*key, value] for key, value in self.components.items()],
-            "populations": [[*key, *pair] for key, pair in self.populations.items() if pair != [0, 0]],
             "optimizer": [[*key, *cell] for key, cell in self.optimizer.items()],
             "optimizer_unpriced": [[*key, value] for key, value in self.optimizer_unpriced.items()],
             "unpriced": [[*key, value] for key, value in self.unpriced.items()],
@@ -272,8 +264,9 @@ class Aggregates:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Aggregates:
         """Restore ``to_state``'s output, or a checkpoint written before populations, optimizer spend
-        and components' rate ids existed (those tables then start empty, the components are split
-        over their cells' rate ids: ``_legacy_components``)."""
+        and components' rate ids existed: its 8-wide cells count populations from now on (their saving
+        so far is ``LEGACY_SAVED``), the optimizer tables start empty, and the components are split
+        over their cells' rate ids (``_legacy_components``)."""
         agg = cls()
         for entry in state["rate_book"]:
             fields = {k: v for k, v in entry.items() if k != "factors"}
@@ -281,6 +274,9 @@ class Aggregates:
         for row in state["cells"]:
             key = CellKey(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
             cell = [int(v) for v in row[5:]]
+            if len(cell) == LEGACY_CELL_WIDTH:
+                cell += [0] * (CELL_WIDTH - LEGACY_CELL_WIDTH)
+                cell[LEGACY_SAVED] = cell[SAVED]
             if len(cell) != CELL_WIDTH:
                 raise ValueError("checkpoint cell has the wrong width")
             agg.cells[key] = cell
@@ -292,8 +288,6 @@ class Aggregates:
                 comp_key = ComponentKey(str(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), int(row[5]))
                 agg.count(agg.components, comp_key, int(row[6]))
         _legacy_components(agg, legacy)
-        agg.populations = {PopulationKey(*map(str, row[:5])): [int(row[5]), int(row[6])]
-                           for row in state.get("populations", ())}
         for row in state.get("optimizer", ()):
             cell = [int(v) for v in row[4:]]
             if len(cell) != OPTIMIZER_WIDTH:

@@ -21,14 +21,19 @@ from typing import NamedTuple
 from exporter.prices.table import PER_MILLION, PricedModel
 
 REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE = range(8)
-CELL_WIDTH = 8
+# Populations of records with savings (compacted: tokens_before > tokens_after): Σ tokens_before of
+# compacted records, Σ tokens_before and Σ tokens_after of untouched ones. Sent tokens of compacted
+# records are not kept: they are BASE_COMPACTED - (SAVED - LEGACY_SAVED) (``populations``), one add
+# less per record. LEGACY_SAVED: the saving a checkpoint of the 8-wide format brought, whose
+# populations were not counted.
+BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED, LEGACY_SAVED = range(8, 12)
+CELL_WIDTH = 12
+LEGACY_CELL_WIDTH = 8
 # An optimizer cell (the optimizer's own model calls): requests, then the usage tiers.
 OPT_REQUESTS, OPT_FRESH, OPT_CACHE_READ, OPT_WRITE_5M, OPT_WRITE_1H, OPT_OUTPUT = range(6)
 OPTIMIZER_WIDTH = 6
 OPTIMIZER_TIERS = ("fresh", "cache_read", "cache_write_5m", "cache_write_1h", "output")  # OPT_FRESH.. in order
-# population of a record with savings: compacted when tokens_before > tokens_after
 POPULATIONS = ("compacted", "untouched")
-BASELINE, SENT = 0, 1  # a population pair: [Σ tokens_before, Σ tokens_after]
 
 UNPRICED = -1
 UNKNOWN_MONTH = "unknown"
@@ -65,16 +70,6 @@ class ComponentKey(NamedTuple):
     rate_id: int = UNPRICED
 
 
-class PopulationKey(NamedTuple):
-    """The series of baseline and sent input tokens of one population (compacted or untouched)."""
-
-    month: str
-    model: str
-    tenant: str
-    method: str
-    population: str
-
-
 class OptimizerKey(NamedTuple):
     """Where the optimizer's own usage goes: the optimizer's model, the record's month and tenant."""
 
@@ -98,6 +93,22 @@ class Dollars(NamedTuple):
     @property
     def cache_net(self) -> float:
         return self.cache_read_savings - self.cache_write_premium
+
+
+class Populations(NamedTuple):
+    """Baseline and sent input tokens of a cell's compacted and untouched records."""
+
+    baseline_compacted: int
+    sent_compacted: int
+    baseline_untouched: int
+    sent_untouched: int
+
+
+def populations(cell: list[int]) -> Populations:
+    """A cell's populations (``BASE_COMPACTED``): a compacted record's sent tokens are its before - saved."""
+    compacted = cell[BASE_COMPACTED]
+    return Populations(compacted, compacted - cell[SAVED] + cell[LEGACY_SAVED], cell[BASE_UNTOUCHED],
+                       cell[SENT_UNTOUCHED])
 
 
 def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:

@@ -32,8 +32,8 @@ from exporter.engine.aggregate import (
     Aggregates,
     CellKey,
     ComponentKey,
-    PopulationKey,
 )
+from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import fast_parse
 from exporter.engine.labels import LabelCaps
@@ -68,10 +68,10 @@ SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many
 # tests/bench/bench_instructions.py). RouteKey: month, price version index, model, provider, tenant,
 # count_method, whether the record has a method label. Route: the cell; its CellKey; the unpriced key
 # (month, model, reason) or None; the unattributed saving's ComponentKey; the divergence keys (month,
-# model, method, population) of compacted and untouched records; their [baseline, sent] pairs.
+# model, method, population) of compacted and untouched records.
 RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
 Route = tuple[list[int], CellKey, tuple[str, str, str] | None, ComponentKey,
-              tuple[str, str, str, str], tuple[str, str, str, str], list[int], list[int]]
+              tuple[str, str, str, str], tuple[str, str, str, str]]
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -232,7 +232,7 @@ class Pipeline:
         route = self._routes.get(key)
         if route is None:
             route = self._route(key, ts)
-        cell, cell_key, unpriced, unattributed, compacted, untouched, baseline_compacted, baseline_untouched = route
+        cell, cell_key, unpriced, unattributed, compacted, untouched = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
         cell[REQUESTS] += 1
@@ -246,15 +246,14 @@ class Pipeline:
             cell[WOULD_SAVE] += would_save
         if has_savings:
             assert before is not None and after is not None
-            if before > after:  # compacted
+            if before > after:  # compacted (its sent tokens are before - saved: cells.populations)
                 saved = before - after
                 cell[SAVED] += saved
-                baseline_compacted[0] += before
-                baseline_compacted[1] += after
+                cell[BASE_COMPACTED] += before
             else:  # untouched: saves nothing
                 saved = 0
-                baseline_untouched[0] += before
-                baseline_untouched[1] += after
+                cell[BASE_UNTOUCHED] += before
+                cell[SENT_UNTOUCHED] += after
             if components:
                 self._attribute(cell_key, saved, components)
             else:  # the common case of _attribute: all of it unattributed
@@ -341,9 +340,7 @@ class Pipeline:
         cell_key = CellKey(month, model, tenant, method, rate_id)
         unattributed = ComponentKey(month, model, tenant, method, UNATTRIBUTED, rate_id)
         route = (agg.cell(cell_key), cell_key, unpriced, unattributed,
-                 (month, model, method, "compacted"), (month, model, method, "untouched"),
-                 agg.population(PopulationKey(month, model, tenant, method, "compacted")),
-                 agg.population(PopulationKey(month, model, tenant, method, "untouched")))
+                 (month, model, method, "compacted"), (month, model, method, "untouched"))
         if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
             if len(self._routes) >= MAX_ROUTES:
                 self._routes.clear()

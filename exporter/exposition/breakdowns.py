@@ -1,4 +1,4 @@
-"""Series derived from the aggregates' side tables: components, populations, the optimizer's spend.
+"""Series derived from the aggregates' side tables: components and the optimizer's spend.
 
 Pure functions of a frame's copies (``render.Frame``), each returning a series
 per label tuple in first-seen order (dict order), so the exposition is the same
@@ -8,8 +8,6 @@ in every process for the same input:
   priced under; ``component_usd_saved_total`` prices each part at its rates,
   exactly as ``usd_saved_total`` prices the cell's saving (float per part, so
   the components add up to ``usd_saved_total`` to float rounding);
-- baseline and sent input tokens per population, pairs that are still (0, 0)
-  left out (a route makes both populations' pairs before either is used);
 - the optimizer's tokens by tier and its spend at list prices.
 """
 
@@ -17,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from exporter.engine.aggregate import ComponentKey, OptimizerKey, PopulationKey
+from exporter.engine.aggregate import ComponentKey, OptimizerKey
 from exporter.engine.cells import OPT_FRESH, OPTIMIZER_TIERS, UNPRICED, optimizer_spend, saved_usd
 from exporter.prices.table import PricedModel
 
@@ -48,12 +46,6 @@ def component_dollars(components: Mapping[ComponentKey, int],
         _add(out, (key.month, key.model, key.tenant, key.component, key.method, rates.version, source),
              saved_usd(tokens, rates, key.method))
     return out
-
-
-def population_tokens(populations: Mapping[PopulationKey, tuple[int, int]],
-                      index: int) -> dict[Labels, float | int]:
-    """Baseline (``index`` 0) or sent (1) input tokens per (month, model, tenant, method, population)."""
-    return {tuple(key): pair[index] for key, pair in populations.items() if pair != (0, 0)}
 
 
 def optimizer_tokens(optimizer: Mapping[OptimizerKey, tuple[int, ...]]) -> dict[Labels, float | int]:
