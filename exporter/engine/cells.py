@@ -143,12 +143,6 @@ def optimizer_spend(cell: Sequence[int], rates: PricedModel) -> float:
             + cell[OPT_OUTPUT] * rates.output) / PER_MILLION
 
 
-def saved_usd(tokens: int, rates: PricedModel, method: str) -> float:
-    """Dollars of ``tokens`` saved under ``method`` (one component's share of ``usd_saved``)."""
-    factor, _source = rates.factor(method or None)
-    return tokens * factor * rates.input / PER_MILLION
-
-
 # --- exact figures, for output -----------------------------------------------------
 
 
@@ -183,7 +177,7 @@ def exact_cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Exac
 
 
 def exact_saved_usd(tokens: int, rates: PricedModel, method: str) -> Fraction:
-    """``saved_usd``, exactly."""
+    """Dollars of ``tokens`` saved under ``method`` (one component's share of ``usd_saved``), exactly."""
     return tokens * written(rates.factor(method or None)[0]) * written(rates.input) / _MILLION
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from exporter.engine.aggregate import ComponentKey, OptimizerKey
-from exporter.engine.cells import OPT_FRESH, OPTIMIZER_TIERS, UNPRICED, optimizer_spend, saved_usd
-from exporter.prices.table import PricedModel
+from exporter.engine.cells import OPT_FRESH, OPTIMIZER_TIERS, UNPRICED, optimizer_spend
+from exporter.prices.table import PER_MILLION, PricedModel
 
 Labels = tuple[str, ...]
 
@@ -38,13 +38,20 @@ def component_dollars(components: Mapping[ComponentKey, int],
                       rate_book: list[PricedModel]) -> dict[Labels, float | int]:
     """``component_usd_saved_total``: the priced components' tokens at their cell's rates and factor."""
     out: dict[Labels, float | int] = {}
+    # (rate id, method) -> (factor, input rate, version, factor source): looked up once per scrape
+    pricing: dict[tuple[int, str], tuple[float, float, str, str]] = {}
     for key, tokens in components.items():
         if key.rate_id == UNPRICED or not key.method:
             continue
-        rates = rate_book[key.rate_id]
-        _factor, source = rates.factor(key.method)
-        _add(out, (key.month, key.model, key.tenant, key.component, key.method, rates.version, source),
-             saved_usd(tokens, rates, key.method))
+        found = pricing.get((key.rate_id, key.method))
+        if found is None:
+            rates = rate_book[key.rate_id]
+            factor, source = rates.factor(key.method)
+            found = pricing[(key.rate_id, key.method)] = (factor, rates.input, rates.version, source)
+        factor, rate, version, source = found
+        # the arithmetic of usd_saved_total (cells.cell_dollars), so the floats agree with it
+        _add(out, (key.month, key.model, key.tenant, key.component, key.method, version, source),
+             tokens * factor * rate / PER_MILLION)
     return out
 
 
