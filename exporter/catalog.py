@@ -122,8 +122,8 @@ UNPRICED_REQUESTS_TOTAL = _c(
     (MONTH, "model", "reason"), "provenance")
 OPTIMIZER_UNPRICED_REQUESTS_TOTAL = _c(
     "optimizer_unpriced_requests_total", "requests",
-    "Records whose optimizer model has no price in the version effective at their timestamp: that spend is "
-    "not counted (never $0), so net savings are overstated by it.",
+    "Records whose optimizer spend could not be priced (reason: the table's, as unpriced_requests_total, or "
+    "unknown_usage_shape): that spend is not counted (never $0), so net savings are overstated by it.",
     (MONTH, "model", "reason"), "provenance")
 DIVERGENCE_COUNTED_TOKENS_TOTAL = _c(
     "divergence_counted_tokens_total", "tokens",

@@ -29,7 +29,7 @@ from typing import Any
 from exporter.engine.usage import UsageError, count_value
 from exporter.sources.formats.errors import FormatError
 
-SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components")
+SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components", "optimizer")
 _TENANT_KEYS = ("user_api_key_team_alias", "user_api_key_team_id", "team_alias", "team_id")
 _DETECT_KEYS = ("call_type", "custom_llm_provider", "hidden_params", "model_map_information",
                 "response_cost")

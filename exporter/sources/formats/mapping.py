@@ -10,7 +10,9 @@ What this module promises: the file is validated at load (messages name file,
 line and key, via ``exporter.yamlpos``) and compiled once; ``Mapping.apply``
 is pure and never raises: what it cannot find it leaves out, and
 ``records.parse_object`` rejects a record that lacks ``ts`` or ``model`` with
-the usual reasons. Values are copied as they are (a string count stays a
+the usual reasons. The ``optimizer.*`` fields (``model``, ``provider``, ``usage``) build the
+record's ``optimizer`` object (the optimizer's own spend); ``optimizer``
+alone maps a whole object. Values are copied as they are (a string count stays a
 string and is rejected by the record parser), so nothing is silently coerced.
 """
 
@@ -30,7 +32,11 @@ COUNT_FIELDS = frozenset({"tokens_before", "tokens_after", "would_have_saved"})
 LABEL_FIELDS = frozenset({"request_id", "model", "provider", "tenant", "count_method"})
 TEXT_FIELDS = frozenset({"text_before", "text_after"})
 LIST_FIELDS = frozenset({"components", "messages_before", "messages_after"})
-FIELDS = frozenset({"ts", "usage", *COUNT_FIELDS, *LABEL_FIELDS, *TEXT_FIELDS, *LIST_FIELDS})
+# the record's ``optimizer`` object, whole or by its keys (``optimizer.model`` -> optimizer["model"])
+OPTIMIZER_LABELS = frozenset({"optimizer.model", "optimizer.provider"})
+OBJECT_FIELDS = frozenset({"usage", "optimizer", "optimizer.usage"})
+FIELDS = frozenset({"ts", *OBJECT_FIELDS, *COUNT_FIELDS, *LABEL_FIELDS, *OPTIMIZER_LABELS, *TEXT_FIELDS,
+                    *LIST_FIELDS})
 _ENTRY_KEYS = frozenset({"path", "value", "default"})
 
 Segment = str | int
@@ -146,17 +152,24 @@ class Mapping:
         if not isinstance(obj, dict):
             return obj
         out: dict[str, Any] = {"source_dialect": "mapping"}
+        parts: dict[str, Any] = {}
         for f in self._fields:
             if f.has_value:
-                out[f.name] = f.value
-                continue
-            assert f.path is not None
-            found = resolve(obj, f.path)
-            if found is _MISSING or found is None:
-                if f.has_default:
-                    out[f.name] = f.default
-                continue
-            out[f.name] = found
+                found = f.value
+            else:
+                assert f.path is not None
+                found = resolve(obj, f.path)
+                if found is _MISSING or found is None:
+                    if not f.has_default:
+                        continue
+                    found = f.default
+            if f.name.startswith("optimizer."):
+                parts[f.name[len("optimizer."):]] = found
+            else:
+                out[f.name] = found
+        if parts:  # beside a whole optimizer object the keys win; the input's own object is not changed
+            whole = out.get("optimizer")
+            out["optimizer"] = {**whole, **parts} if isinstance(whole, dict) else parts
         return out
 
 
@@ -166,14 +179,14 @@ def _check_constant(doc: Located, where: tuple[str | int, ...], name: str, value
     if name in COUNT_FIELDS:
         ok = type(value) is int and value >= 0
         expected = "a non-negative integer"
-    elif name in LABEL_FIELDS or name in TEXT_FIELDS:
+    elif name in LABEL_FIELDS or name in OPTIMIZER_LABELS or name in TEXT_FIELDS:
         ok = isinstance(value, str) and (bool(value) or name in TEXT_FIELDS)
         expected = "a non-empty string" if name not in TEXT_FIELDS else "a string"
     elif name == "ts":
         ok = (isinstance(value, str) and bool(value)) or (
             isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
         expected = "an RFC 3339 string or epoch number"
-    elif name == "usage":
+    elif name in OBJECT_FIELDS:
         ok = isinstance(value, dict)
         expected = "an object"
     else:
