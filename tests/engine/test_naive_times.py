@@ -1,37 +1,26 @@
 """Naive timestamps are UTC, whatever the machine's time zone.
 
-A timestamp without an offset (a record's ``ts``, a price table's ``effective_from``) must
-mean the same instant on every machine. Code that read it as local time passes on a UTC
-machine, CI's clock, and fails only under another ``TZ``: each test here switches the
-process to Pacific/Chatham (UTC+13:45 in November, +12:45 in winter) first, so a local
-reading gives another instant here too. scripts/test.sh also runs the fast loop under it.
+A record's ``ts`` without an offset must mean the same instant on every machine (a price
+table's ``effective_from``: tests/prices/test_prices_yaml_types.py). Code that read it as local
+time passes on a UTC machine, CI's clock, and fails only under another ``TZ``: each test here
+switches the process to Pacific/Chatham (UTC+13:45 in November, +12:45 in July) first, so a
+local reading gives another instant on any machine. scripts/test.sh also runs the fast loop
+under that zone.
 """
 
 from __future__ import annotations
 
 import calendar
 import json
-import time
-from collections.abc import Iterator
 
 import pytest
 
 from exporter.engine.pipeline import Pipeline
 from exporter.engine.records import Record, parse_line, parse_line_reference, parse_ts
 from exporter.prices.table import parse_price_table
+from tests.support.timezones import chatham
 
-CHATHAM = "Pacific/Chatham"
-
-
-@pytest.fixture
-def chatham(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The process in Pacific/Chatham for the test, back to its own zone after."""
-    monkeypatch.setenv("TZ", CHATHAM)
-    time.tzset()
-    assert time.localtime(0).tm_gmtoff == 12 * 3600 + 45 * 60  # the zone took effect
-    yield
-    monkeypatch.undo()
-    time.tzset()
+__all__ = ["chatham"]  # the fixture, used by name
 
 
 def utc(year: int, month: int, day: int, hour: int, minute: int, second: int) -> float:
@@ -81,23 +70,3 @@ versions:
     models:
       m: {{input: 2.0, output: 8.0}}
 """
-
-
-@pytest.mark.usefixtures("chatham")
-@pytest.mark.parametrize(
-    ("start", "expected", "text"),
-    [
-        ("2026-11-01", utc(2026, 11, 1, 0, 0, 0), "2026-11-01T00:00:00Z"),  # a YAML date
-        ("2026-11-01 06:00:00", utc(2026, 11, 1, 6, 0, 0), "2026-11-01T06:00:00Z"),  # a naive YAML timestamp
-        ("2026-11-01T06:00:00+05:30", utc(2026, 11, 1, 0, 30, 0), "2026-11-01T06:00:00+05:30"),
-        ('"2026-11-01T06:00:00"', utc(2026, 11, 1, 6, 0, 0), "2026-11-01T06:00:00"),  # a naive string
-        ('"2026-11-01T06:00:00-03:00"', utc(2026, 11, 1, 9, 0, 0), "2026-11-01T06:00:00-03:00"),
-    ],
-)
-def test_effective_from_without_an_offset_is_utc(start: str, expected: float, text: str) -> None:
-    table = parse_price_table(TABLE.format(start=start), "t.yaml")
-    (version,) = table.versions
-    assert (version.effective_from, version.effective_from_text) == (expected, text)
-    assert table.lookup("m", expected - 0.001) == "before_first_version"
-    assert table.lookup("m", expected) != "before_first_version"
-
