@@ -26,6 +26,8 @@ if [ "${1:-}" = "--test" ]; then
   command -v logrotate >/dev/null 2>&1 || [ -x /usr/sbin/logrotate ] || need+=(logrotate)
   # the benchmark peer whose sums a test compares with replay's
   command -v mtail >/dev/null 2>&1 || need+=(mtail)
+  # scripts/test.sh runs the fast loop again under TZ=Pacific/Chatham
+  [ -e /usr/share/zoneinfo/Pacific/Chatham ] || need+=(tzdata)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
