@@ -130,3 +130,22 @@ def test_from_state_expires_and_evicts() -> None:
     assert restored.hours() == [HOUR + 24 * 41] and len(restored) == 3  # the old hour left the window
     capped = DedupeLedger.from_state(40, {HOUR: struct.pack("<5Q", 1, 2, 3, 4, 5)}, max_ids=4)
     assert (len(capped), capped.evicted) == (3, 2)
+
+
+def test_a_restored_ledger_at_its_cap_keeps_every_id() -> None:
+    at_cap = DedupeLedger.from_state(40, {HOUR: struct.pack("<4Q", 1, 2, 3, 4)}, max_ids=4)
+    assert (len(at_cap), at_cap.evicted) == (4, 0)
+
+
+def test_after_an_eviction_empties_the_current_hour_its_next_id_is_filed_again() -> None:
+    # the current hour's bucket is evicted whole while a later hour stops the eviction: the next id
+    # of that hour must go to a new bucket, not to the array that was dropped (and checkpoint with it)
+    ledger = DedupeLedger(40, max_ids=2)
+    ledger.seen_before("later", (HOUR + 1) * BUCKET_SECONDS)
+    ledger.seen_before("a", HOUR * BUCKET_SECONDS)
+    ledger.seen_before("b", HOUR * BUCKET_SECONDS + 1)  # 3 ids: hour HOUR (a, b) goes
+    assert (sorted(ledger.hours()), ledger.evicted) == ([HOUR + 1], 2)
+    ledger.seen_before("c", HOUR * BUCKET_SECONDS + 2)
+    state = ledger.to_state()
+    assert sorted(state) == [HOUR, HOUR + 1] and len(state[HOUR]) == 8
+    assert DedupeLedger.from_state(40, state).seen_before("c", HOUR * BUCKET_SECONDS)
