@@ -4,6 +4,7 @@
     mutation_report.py full            # after a full `mutmut run`: docs/mutation.md, tests/mutation/killed.json
     mutation_report.py pick SEED N     # N killed mutants of the last full run, fixed by SEED, one a line
     mutation_report.py check NAME...   # after `mutmut run NAME...`: fails when one the full run killed survived
+    mutation_report.py equivalent NAME REASON  # record a surviving mutant as equivalent, with its digest
 
 A mutant is named by mutmut (``exporter.engine.usage.x_count_value__mutmut_5``) and numbered per
 function, so a name means another mutation once its function is edited. Each killed mutant is
@@ -215,6 +216,19 @@ def check(names: list[str], mutants: list[Mutant]) -> int:
     return 1 if bad else 0
 
 
+def mark_equivalent(name: str, reason: str, mutants: list[Mutant]) -> int:
+    """Keep a surviving mutant as equivalent: the reason holds while its mutated code stays the same."""
+    found = {m.name: m for m in mutants}.get(name)
+    if found is None:
+        print(f"no mutant {name!r} in mutants/", file=sys.stderr)
+        return 1
+    equivalent = _equivalents()
+    equivalent[name] = {"digest": found.digest, "reason": reason}
+    EQUIVALENT.parent.mkdir(parents=True, exist_ok=True)
+    EQUIVALENT.write_text(json.dumps(dict(sorted(equivalent.items())), indent=1, ensure_ascii=False) + "\n")
+    return 0
+
+
 DOC_TEMPLATE = """\
 # Mutation testing of the arithmetic core
 
@@ -284,6 +298,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["check"]:
         return check(argv[1:], load())
+    if argv[:1] == ["equivalent"] and len(argv) == 3:
+        return mark_equivalent(argv[1], argv[2], load())
     print(__doc__, file=sys.stderr)
     return 2
 
