@@ -27,6 +27,7 @@ from exporter.engine.aggregate import (
     Aggregates,
     CellKey,
     ComponentKey,
+    cell_dollars,
 )
 from exporter.prices.table import PricedModel
 
@@ -245,3 +246,27 @@ def test_state_without_newest_ts_restores_zero() -> None:
 def test_tier_indices_are_the_documented_layout() -> None:
     assert tuple(range(8)) == (REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE)
     assert CELL_WIDTH == 8
+
+
+def test_cell_dollars_splits_the_cache_effect_into_savings_and_premium() -> None:
+    # every tier cheaper than input: three savings, summed (not the last one alone)
+    cheap = PricedModel("v1", "m", "fam", 2.0, 8.0, 0.5, 1.5, 1.0, (("est", 1.5),))
+    found = cell_dollars(cell(CACHE_READ=1_000, WRITE_5M=100, WRITE_1H=10), cheap, "est")
+    assert found.cache_read_savings == (1_000 * 1.5 + 100 * 0.5 + 10 * 1.0) / 1e6
+    assert (found.cache_write_premium, found.factor, found.factor_source) == (0.0, 1.5, "table")
+    # dearer writes: a premium per tier, the read saving apart; net = savings - premium
+    dear = PricedModel("v1", "m", "fam", 2.0, 8.0, 0.5, 2.5, 4.0)
+    found = cell_dollars(cell(CACHE_READ=1_000, WRITE_5M=100, WRITE_1H=10), dear, "provider")
+    assert (found.cache_read_savings, found.cache_write_premium) == (1_500 / 1e6, (100 * 0.5 + 10 * 2.0) / 1e6)
+    assert found.cache_net == (1_500 - 70) / 1e6
+    assert (found.factor, found.factor_source) == (1.0, "provider")
+    # one token a fraction of a dollar-per-million cheaper still counts as a saving
+    found = cell_dollars(cell(CACHE_READ=1), PricedModel("v1", "m", "", 0.5, 1.0, 0.25, 0.5, 0.5), "")
+    assert (found.cache_read_savings, found.cache_write_premium, found.factor_source) == (0.25 / 1e6, 0.0, "default")
+    found = cell_dollars(cell(WRITE_1H=1), PricedModel("v1", "m", "", 0.5, 1.0, 0.5, 0.5, 0.75), "est")
+    assert (found.cache_read_savings, found.cache_write_premium) == (0.0, 0.25 / 1e6)
+    # no cache tokens: both zero, exactly
+    found = cell_dollars(cell(FRESH=10, OUTPUT=5, SAVED=3, WOULD_SAVE=2), cheap, "est")
+    assert (found.cache_read_savings, found.cache_write_premium) == (0.0, 0.0)
+    assert found.spend == (10 * 2.0 + 5 * 8.0) / 1e6
+    assert (found.usd_saved, found.would_have_saved) == (3 * 1.5 * 2.0 / 1e6, 2 * 1.5 * 2.0 / 1e6)
