@@ -270,3 +270,17 @@ def test_cell_dollars_splits_the_cache_effect_into_savings_and_premium() -> None
     assert (found.cache_read_savings, found.cache_write_premium) == (0.0, 0.0)
     assert found.spend == (10 * 2.0 + 5 * 8.0) / 1e6
     assert (found.usd_saved, found.would_have_saved) == (3 * 1.5 * 2.0 / 1e6, 2 * 1.5 * 2.0 / 1e6)
+
+
+def test_fresh_aggregates_are_empty_dirty_and_at_ts_zero() -> None:
+    agg = Aggregates()
+    assert (agg.newest_ts, agg.dirty_all, agg.rate_book, agg.months()) == (0.0, True, [], [])
+    assert Aggregates.from_state(agg.to_state()).newest_ts == 0.0
+
+
+def test_add_creates_divergence_pairs_it_did_not_have() -> None:
+    mine, theirs = Aggregates(), Aggregates()
+    theirs.divergence[("2026-10", "m", "t", "est")] = [30, 40]
+    mine.add(theirs)
+    assert mine.divergence == {("2026-10", "m", "t", "est"): [30, 40]}
+    assert theirs.divergence == {("2026-10", "m", "t", "est"): [30, 40]}  # not shared, not changed

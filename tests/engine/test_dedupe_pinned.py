@@ -149,3 +149,11 @@ def test_after_an_eviction_empties_the_current_hour_its_next_id_is_filed_again()
     state = ledger.to_state()
     assert sorted(state) == [HOUR, HOUR + 1] and len(state[HOUR]) == 8
     assert DedupeLedger.from_state(40, state).seen_before("c", HOUR * BUCKET_SECONDS)
+
+
+def test_a_window_just_short_of_a_day_keeps_23_hours_and_the_current_one() -> None:
+    # 86399.5 s: 23 whole hours; a window computed from 86401 s a day would keep one hour more
+    ledger = DedupeLedger(window_days=86_399.5 / 86_400)
+    ledger.seen_before("old", HOUR * BUCKET_SECONDS)
+    ledger.seen_before("new", (HOUR + 25) * BUCKET_SECONDS)
+    assert ledger.hours() == [HOUR + 25]

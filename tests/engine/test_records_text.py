@@ -163,3 +163,12 @@ def test_a_pipeline_prices_the_counted_text() -> None:
     assert october["usd_saved"] == pytest.approx(14 * 0.9 * 0.5 / 1e6, rel=1e-12)  # gpt-4 is unpriced here
     flagged = {flag: n for (_month, flag), n in p.aggregates.flagged.items()}
     assert flagged.get("text_counted") == 2
+
+
+def test_integer_labels_up_to_64_bits_are_their_decimal_text() -> None:
+    for value, shown in ((2**64 - 1, "18446744073709551615"), (2**63, "9223372036854775808"), (7, "7")):
+        found = parse_object({"ts": 1_794_000_000, "model": "m", "request_id": value, "tenant": value})
+        assert isinstance(found, Record) and (found.request_id, found.tenant) == (shown, shown)
+    found = parse_object({"ts": 1_794_000_000, "model": "m", "request_id": 2**64})
+    assert isinstance(found, Rejection)
+    assert (found.reason, found.detail) == ("invalid_field", "request_id has type int, expected a string")

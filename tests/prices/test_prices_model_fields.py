@@ -25,7 +25,7 @@ versions:
     models:
       m:
         family: fam
-        aliases: [vendor/m, m-latest]
+        aliases: [vendor/m, m-latest, vendor/mm]
         provider: vendor
         source: https://example.invalid/pricing
         retrieved: 2026-10-30
@@ -42,6 +42,7 @@ versions:
 
 FACTORS = '        billed_token_factor: {"estimate:chars/4": 1.1, "tiktoken:o200k_base": 1.2}\n'
 FAMILIES = TABLE[TABLE.index("    families:"):TABLE.index("    models:")]
+MODELS = TABLE[TABLE.index("    models:"):TABLE.index('  - version: "2026-12"')]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def test_versions_carry_label_source_aliases_and_metadata(table: PriceTable) -> 
     november, december = table.versions
     assert (november.version, november.source, november.effective_from_text) == (
         "2026-11", "the vendor's page", "2026-11-01T00:00:00Z")
-    assert november.aliases == {"vendor/m": "m", "m-latest": "m"}
+    assert november.aliases == {"vendor/m": "m", "m-latest": "m", "vendor/mm": "m"}
     assert november.model_meta == {
         "m": {"provider": "vendor", "source": "https://example.invalid/pricing", "retrieved": "2026-10-30"},
         "n": {},
@@ -80,6 +81,8 @@ def test_resolve_by_alias_and_by_provider(table: PriceTable) -> None:
     assert november.resolve("vendor/m") is m
     assert november.resolve("latest", "m") is None
     assert november.resolve("m", "vendor") is m
+    assert november.resolve("mm", "vendor") is m  # only the qualified name is an alias
+    assert november.resolve("mm") is None and november.resolve("mm", "other") is None
     assert november.resolve("unknown", "vendor") is None
 
 
@@ -99,7 +102,11 @@ def test_lookup_caches_results_and_reasons(table: PriceTable) -> None:
         ("      bare: {}", "      bare: [1]", "versions[0].families.bare"),
         (FACTORS, "        billed_token_factor: [1.1]\n", "versions[0].families.fam.billed_token_factor"),
         ("      n: {input: 1.0, output: 3.0}\n  - version", "      n: 5\n  - version", "versions[0].models.n"),
-        ("        aliases: [vendor/m, m-latest]", "        aliases: vendor/m", "versions[0].models.m.aliases"),
+        ("        aliases: [vendor/m, m-latest, vendor/mm]", "        aliases: vendor/m",
+         "versions[0].models.m.aliases"),
+        (MODELS, "    models: [m]\n", "fields.yaml:11: versions[0].models: expected a mapping, got list"),
+        ("        family: fam\n", "        family: famous\n",
+         "fields.yaml:13: versions[0].models.m.family: family 'famous' is not defined"),
         ("      n: {input: 1.0, output: 3.0}\n  - version", "      n: {output: 3.0}\n  - version",
          "versions[0].models.n"),
         ("      n: {input: 1.0, output: 3.0}\n  - version", "      n: {input: 1.0}\n  - version",
