@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,19 @@ def test_rates_of_zero_are_accepted_and_a_number_error_is_exact(tmp_path: Path) 
         parse_price_table(one_version("v1").replace("output: 10.0", "output: 1e-6"), "z.yaml")
     assert str(error.value).endswith(
         "expected a number, got '1e-6' (YAML 1.1 reads exponents without a dot as strings: write 1.0e-6)")
+
+
+def test_a_table_from_a_pipe_loads_without_settle_time(tmp_path: Path) -> None:
+    # `--prices <(curl …)`: a pipe's size is 0 whatever it carries, so the settle check (which
+    # compares sizes) must not run when no settle time is asked
+    pipe = tmp_path / "prices.fifo"
+    os.mkfifo(pipe)
+    text = one_version("v1")
+    writer = threading.Thread(target=pipe.write_text, args=(text,))
+    writer.start()
+    try:
+        table = load_price_table(pipe)
+    finally:
+        writer.join(timeout=10)
+    assert [v.version for v in table.versions] == ["v1"]
+    assert table.sha256 == hashlib.sha256(text.encode()).hexdigest()
