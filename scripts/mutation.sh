@@ -25,7 +25,12 @@ case "$mode" in
     seed=${MUTATION_SEED:-20}
     count=${MUTATION_SAMPLE:-60}
     mapfile -t names < <("$py" scripts/mutation_report.py pick "$seed" "$count")
-    rm -rf mutants
+    if [ ${#names[@]} -eq 0 ]; then  # without names mutmut would run every mutant
+      echo "no killed mutants to sample (tests/mutation/killed.json): run scripts/mutation.sh full" >&2
+      exit 1
+    fi
+    # mutants/ is kept when present: mutmut regenerates the files that changed, reuses the
+    # test stats of unchanged tests, and always reruns the mutants it is given by name
     start=$(date +%s)
     if ! "$mutmut" run --max-children "$jobs" "${names[@]}" > mutants.log 2>&1; then
       tail -n 40 mutants.log >&2
