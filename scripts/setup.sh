@@ -33,6 +33,8 @@ if [ "${1:-}" = "--test" ]; then
   # the image is built and run for real: buildah (bud/run --isolation chroot) on a debootstrap base
   command -v buildah >/dev/null 2>&1 || need+=(buildah)
   command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
+  # scripts/test.sh runs the fast loop again under TZ=Pacific/Chatham
+  [ -e /usr/share/zoneinfo/Pacific/Chatham ] || need+=(tzdata)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"

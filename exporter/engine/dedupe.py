@@ -34,11 +34,6 @@ _blake2b = hashlib.blake2b
 _from_bytes = int.from_bytes
 
 
-def digest(request_id: str) -> int:
-    """The id's 64-bit key: stable across processes and versions (checkpoints hold these)."""
-    return _from_bytes(_blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-
-
 class DedupeLedger:
     def __init__(self, window_days: float = 40.0, max_ids: int = DEFAULT_MAX_IDS, *, stable: bool = True) -> None:
         if window_days <= 0:
@@ -62,7 +57,7 @@ class DedupeLedger:
 
     def seen_before(self, request_id: str, ts: float) -> bool:
         """True when ``request_id`` was already recorded; records it otherwise."""
-        if self.stable:  # digest(request_id), inlined: this runs for every record
+        if self.stable:  # the id's 64-bit key, stable across processes and versions (checkpoints hold these)
             key = _from_bytes(_blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
         else:
             key = hash(request_id)

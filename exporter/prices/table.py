@@ -129,10 +129,6 @@ class PriceTable:
     def newest(self) -> PriceVersion:
         return self.versions[-1]
 
-    def definitions(self) -> dict[str, tuple[PricedModel, ...]]:
-        """Each version's full content, to tell a changed version from a new one."""
-        return {v.version: tuple(sorted(v.models.values(), key=lambda m: m.model)) for v in self.versions}
-
 
 # ---------------------------------------------------------------------------
 # loading and validation
