@@ -29,6 +29,7 @@ from exporter.engine.aggregate import (
     ComponentKey,
     cell_dollars,
 )
+from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, LEGACY_SAVED, SENT_UNTOUCHED
 from exporter.prices.table import PricedModel
 
 BASE = PricedModel("v1", "m", "fam", 1.0, 1.0, 1.0, 1.0, 1.0, (("est", 1.0),))
@@ -103,7 +104,7 @@ def test_totals_do_not_depend_on_the_order_of_labels() -> None:
 
 def test_every_figure_of_month_totals() -> None:
     priced = cell(REQUESTS=3, FRESH=1_000, CACHE_READ=2_000, WRITE_5M=300, WRITE_1H=400, OUTPUT=50,
-                  SAVED=700, WOULD_SAVE=90)
+                  SAVED=700, WOULD_SAVE=90, BASE_COMPACTED=1_000, BASE_UNTOUCHED=200, SENT_UNTOUCHED=200)
     rates = PricedModel("v1", "m", "fam", 2.0, 8.0, 0.5, 2.5, 4.0, (("est", 1.5),))
     agg = build([(KEY, rates, priced), (KEY._replace(model="u", rate_id=UNPRICED), None, cell(REQUESTS=4,
                                                                                              FRESH=10))])
@@ -111,6 +112,23 @@ def test_every_figure_of_month_totals() -> None:
     agg.rejected[("2026-11", "invalid_json")] = 6
     agg.rejected[("2026-12", "invalid_ts")] = 1
     month = agg.month_totals()["2026-11"]
+    usd_saved = 700 * 1.5 * 2.0 / 1e6
+    # the figures of issue 16: compacted 1000 -> 300 (700 saved), untouched 200 -> 200
+    assert {key: month.pop(key) for key in (
+        "baseline_input_tokens", "sent_input_tokens", "saved_pct", "compression_ratio", "populations",
+        "optimizer_requests", "optimizer_unpriced", "optimizer_spend_usd", "net_usd_saved",
+        "tokens_saved_by_component", "usd_saved_by_component")} == {
+        "baseline_input_tokens": 1_200, "sent_input_tokens": 500,
+        "saved_pct": pytest.approx(700 / 1_200, rel=1e-12), "compression_ratio": pytest.approx(1_200 / 500, rel=1e-12),
+        "populations": {
+            "compacted": {"baseline_input_tokens": 1_000, "sent_input_tokens": 300,
+                          "saved_pct": pytest.approx(0.7, rel=1e-12), "compression_ratio": pytest.approx(1_000 / 300)},
+            "untouched": {"baseline_input_tokens": 200, "sent_input_tokens": 200, "saved_pct": 0.0,
+                          "compression_ratio": 1.0}},
+        "optimizer_requests": 0, "optimizer_unpriced": 0, "optimizer_spend_usd": 0.0,
+        "net_usd_saved": pytest.approx(usd_saved, rel=1e-12),
+        "tokens_saved_by_component": {}, "usd_saved_by_component": {},
+    }
     assert month == {
         "requests": 7, "duplicates": 5, "rejected": 6, "unpriced": 4,
         "tokens_saved": 700, "usd_saved": pytest.approx(700 * 1.5 * 2.0 / 1e6, rel=1e-12),
@@ -245,7 +263,9 @@ def test_state_without_newest_ts_restores_zero() -> None:
 
 def test_tier_indices_are_the_documented_layout() -> None:
     assert tuple(range(8)) == (REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE)
-    assert CELL_WIDTH == 8
+    # the populations of issue 16 follow the eight tiers an 8-wide checkpoint holds
+    assert (BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED, LEGACY_SAVED) == (8, 9, 10, 11)
+    assert CELL_WIDTH == 12
 
 
 def test_cell_dollars_splits_the_cache_effect_into_savings_and_premium() -> None:
