@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from prometheus_client import ProcessCollector
+
 from exporter.demo.simulator import Simulator
 from exporter.demo.writer import LOG_NAME
 from exporter.engine.aggregate import (
@@ -269,7 +271,7 @@ def run_demo(
                 config = config_from_dict(
                     demo_config(directory, options.host, options.port), origin="demo"
                 )
-                sidecar = Sidecar(config)
+                sidecar = Sidecar(config, process_collector=ProcessCollector(registry=None))
             except ConfigError as exc:
                 raise DemoError(str(exc)) from exc
             except OSError as exc:
