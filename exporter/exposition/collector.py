@@ -25,6 +25,16 @@ from exporter.exposition.render import UnknownMetric, escape, format_value
 log = logging.getLogger(__name__)
 # The metric types the writer below knows; ProcessCollector yields only these.
 PROCESS_TYPES = ("counter", "gauge")
+# What prometheus_client's ProcessCollector serves on Linux, as scraped (counters with _total), for
+# docs/metrics.md; a test checks it against a real collection. (Without /proc it serves none.)
+STANDARD_PROCESS_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    ("process_cpu_seconds_total", "counter", "user and system CPU time of the sidecar process"),
+    ("process_resident_memory_bytes", "gauge", "resident memory (RSS)"),
+    ("process_virtual_memory_bytes", "gauge", "virtual memory size"),
+    ("process_open_fds", "gauge", "open file descriptors"),
+    ("process_max_fds", "gauge", "the open-file limit (RLIMIT_NOFILE)"),
+    ("process_start_time_seconds", "gauge", "start time, seconds since the epoch"),
+)
 
 
 def _help(text: str, openmetrics: bool) -> str:
@@ -130,4 +140,5 @@ def cold_render_gc(cold: bool) -> Iterator[None]:
             gc.enable()
 
 
-__all__ = ["PROCESS_TYPES", "ProcessFamilies", "cold_render_gc", "freeze_long_lived", "render_families"]
+__all__ = ["PROCESS_TYPES", "STANDARD_PROCESS_FAMILIES", "ProcessFamilies", "cold_render_gc", "freeze_long_lived",
+           "render_families"]

@@ -15,7 +15,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as text_parse
 from prometheus_client.registry import Collector
 
-from exporter.exposition.collector import ProcessFamilies, render_families
+from exporter.exposition.collector import STANDARD_PROCESS_FAMILIES, ProcessFamilies, render_families
 from exporter.exposition.render import UnknownMetric
 from exporter.sidecar.sidecar import Sidecar
 from tests.support.sidecar import WALL, make_config
@@ -134,3 +134,15 @@ def test_without_a_collector_nothing_process_is_served(tmp_path: Path) -> None:
     finally:
         sidecar.close()
     assert b"process_" not in text
+
+
+def test_the_documented_families_are_what_the_collector_serves() -> None:
+    served = set()
+    for family in ProcessCollector(registry=None).collect():
+        served.add(family.name + "_total" if family.type == "counter" else family.name)
+        assert (family.name + "_total" if family.type == "counter" else family.name, family.type) in {
+            (name, kind) for name, kind, _ in STANDARD_PROCESS_FAMILIES}
+    assert served == {name for name, _, _ in STANDARD_PROCESS_FAMILIES}
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    for name, kind, _ in STANDARD_PROCESS_FAMILIES:
+        assert f"| `{name}` | {kind} |" in doc
