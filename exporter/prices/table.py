@@ -7,6 +7,10 @@ rate missing from a model falls back to its family's multiplier of the input
 rate, else to the plain input rate (no invented premium); a missing
 cache-read rate falls back to the input rate (no invented discount).
 
+A model may carry a ``tokenizer`` key (optional, a v1 extension): models that
+tokenize text alike share it, and ``calibrate`` measures billed-token factors
+per key; pricing never reads it.
+
 Validation errors name file, line, key and value (``exporter.yamlpos``).
 What the lookup returns, ``PricedModel``, is frozen and hashable: the
 aggregates keep the exact rates they counted with, so a later table never
