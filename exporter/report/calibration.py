@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from exporter.engine.records import Record, parse_object
+from exporter.engine.usage import MAX_COUNT
 from exporter.prices.table import PricedModel, PriceTable
 from exporter.report.calibration_yaml import family_advice, suggested_yaml
 from exporter.report.factor_stats import DEFAULT_CONFIDENCE, MIN_EFFECTIVE_N, ratio_of_sums, verdict
@@ -308,7 +309,8 @@ class Calibration:
 
 
 def _is_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
+    """A billed count as the exporter accepts counts: a JSON integer, 0 <= n <= 2**53-1."""
+    return type(value) is int and 0 <= value <= MAX_COUNT
 
 
 def calibrate_files(

@@ -90,8 +90,10 @@ def ratio_of_sums(pairs: Iterable[tuple[int, int]], confidence: float = DEFAULT_
     effective_n = sum_x * sum_x / sum(x * x for x in xs)
     if n < 2:
         return RatioEstimate(n, effective_n, ratio, math.inf, -math.inf, math.inf, confidence)
-    residual_squares = math.fsum((y - ratio * x) ** 2 for y, x in zip(ys, xs, strict=True))
-    std_error = math.sqrt(n / (n - 1) * residual_squares) / sum_x
+    # Σ(y − f·x)² = Σ(y·Σx − x·Σy)² / (Σx)², summed in exact integers: no cancellation, and an exactly
+    # proportional sample has exactly zero spread
+    scaled_residuals = sum((y * sum_x - x * sum_y) ** 2 for y, x in zip(ys, xs, strict=True))
+    std_error = math.sqrt(n / (n - 1) * scaled_residuals) / (sum_x * sum_x)
     df = max(1, math.floor(effective_n + 1e-9) - 1)
     half = t_quantile(0.5 + confidence / 2, df) * std_error
     return RatioEstimate(n, effective_n, ratio, std_error, ratio - half, ratio + half, confidence)

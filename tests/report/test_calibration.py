@@ -260,3 +260,10 @@ def test_calibration_never_raises_on_hostile_lines(extra: dict[str, Any], junk: 
     for d in report["delta_factors"]:
         assert math.isfinite(d["factor"])
         assert not d["suggested"]  # one row is never enough
+
+
+def test_billed_counts_beyond_the_exporters_bound_are_unusable() -> None:
+    rnd = random.Random(13)
+    rec = record(1, "claude-sonnet-4-5", 1.2, rnd, billed_before=10**400)
+    report = calibrate([rec, record(2, "claude-sonnet-4-5", 1.2, rnd, billed_after=True)])
+    assert report["records"]["billed_pair_unusable"] == 2 and report["delta_factors"] == []
