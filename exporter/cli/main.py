@@ -22,6 +22,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "exporter.cli.demo",
     "exporter.cli.run",
     "exporter.cli.replay",
+    "exporter.cli.report",
+    "exporter.cli.backfill",
     "exporter.cli.count",
     "exporter.cli.verify",
     "exporter.cli.calibrate",
@@ -29,6 +31,8 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 # The module of each command: ``main`` imports only that one (a shorter start for `replay` in scripts).
 COMMAND_MODULES = {"demo": "exporter.cli.demo", "run": "exporter.cli.run", "replay": "exporter.cli.replay",
+                   "report": "exporter.cli.report",
+                   "backfill": "exporter.cli.backfill",
                    "count": "exporter.cli.count", "verify": "exporter.cli.verify",
                    "calibrate": "exporter.cli.calibrate", "prices": "exporter.cli.prices"}
 

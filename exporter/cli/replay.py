@@ -88,6 +88,9 @@ def _table(result: dict[str, Any]) -> str:
         ("cache write tokens", "cache_write_tokens", "{:,}"), ("output tokens", "output_tokens", "{:,}"),
         ("spend usd", "spend_usd", "${:,.4f}"), ("provider cache savings usd", "cache_savings_usd", "${:,.4f}"),
         ("cache hit rate", "cache_hit_rate", "{:.2%}"),
+        ("baseline input tokens", "baseline_input_tokens", "{:,}"), ("sent input tokens", "sent_input_tokens", "{:,}"),
+        ("saved %", "saved_pct", "{:.2%}"), ("compression ratio", "compression_ratio", "{:.3f}x"),
+        ("optimizer spend usd", "optimizer_spend_usd", "${:,.4f}"), ("net usd saved", "net_usd_saved", "${:,.4f}"),
     ]
     months = result["months"]
     if not months:
@@ -97,7 +100,8 @@ def _table(result: dict[str, Any]) -> str:
     cols = [max(12, len(n)) for n in names]
     out = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, cols, strict=True))]
     for label, key, fmt in rows:
-        cells = [fmt.format(months[n][key]).rjust(c) for n, c in zip(names, cols, strict=True)]
+        cells = [("-" if months[n][key] is None else fmt.format(months[n][key])).rjust(c)  # None: no baseline
+                 for n, c in zip(names, cols, strict=True)]
         out.append(label.ljust(width) + "  " + "  ".join(cells))
     if result["rejected_by_reason"]:
         out.append("rejected by reason: " + ", ".join(f"{k}={v}" for k, v in result["rejected_by_reason"].items()))

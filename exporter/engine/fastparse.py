@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from exporter.engine.usage import MAX_COUNT, Usage
+from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Opt = Count | None | UnsetType  # UNSET: the key is absent; None: present, null
@@ -81,6 +81,14 @@ class _Usage(msgspec.Struct, gc=False, kw_only=True):
     cacheWriteInputTokens: Opt = UNSET
 
 
+class _Optimizer(msgspec.Struct, gc=False, kw_only=True):
+    """The ``optimizer`` extension (net savings): a usage block is required, as the reference requires it."""
+
+    model: Annotated[str, msgspec.Meta(min_length=1)]
+    provider: str | int | None = None
+    usage: _Usage
+
+
 class _Line(msgspec.Struct, gc=False, kw_only=True):
     """One record line, fields in the record format's order. ``gc=False`` (here too): decoded JSON has no cycle."""
 
@@ -101,6 +109,7 @@ class _Line(msgspec.Struct, gc=False, kw_only=True):
     source_dialect: Any = None
     messages_before: Any = UNSET
     messages_after: Any = UNSET
+    optimizer: _Optimizer | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Line)
@@ -273,6 +282,13 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         flags = tuple(name for name, on in (("unknown_usage_shape", unknown_shape), ("no_id", request_id is None),
                                             ("incomplete_savings", incomplete)) if on)
     dialect = raw.source_dialect
+    optimizer = None
+    if raw.optimizer is not None:  # rare: a compressor that calls a model
+        try:
+            optimizer = OptimizerCall(raw.optimizer.model, _label(raw.optimizer.provider),
+                                      fast_usage(raw.optimizer.usage))
+        except _Unusual:
+            return None
     return make_record(  # positional: Record's field order
         ts,
         request_id,
@@ -287,4 +303,5 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         usage,
         flags,
         dialect if isinstance(dialect, str) else None,
+        optimizer,
     )

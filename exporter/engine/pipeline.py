@@ -14,9 +14,7 @@ import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from msgspec.structs import astuple
 
@@ -35,9 +33,12 @@ from exporter.engine.aggregate import (
     CellKey,
     ComponentKey,
 )
+from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import fast_parse
 from exporter.engine.labels import LabelCaps
+from exporter.engine.months import MonthOf as MonthOf  # re-exported: callers import it from here
+from exporter.engine.optimizer import count_optimizer, implausible
 from exporter.engine.records import (
     MAX_EPOCH_SECONDS,
     Record,
@@ -47,7 +48,7 @@ from exporter.engine.records import (
     parse_object,
     parse_ts,
 )
-from exporter.engine.usage import DEFAULT_MAX_REQUEST_TOKENS, Usage
+from exporter.engine.usage import DEFAULT_MAX_REQUEST_TOKENS, OptimizerCall, Usage
 from exporter.prices.table import PricedModel, PriceTable
 
 UNSET_TENANT = "unset"
@@ -74,33 +75,6 @@ Route = tuple[list[int], CellKey, tuple[str, str, str] | None, ComponentKey,
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
-
-
-class MonthOf:
-    """``ts`` -> "YYYY-MM" in a time zone, cached per 15 minutes.
-
-    Every real zone's offset is a multiple of 15 minutes, so a month boundary
-    never falls inside one of these buckets.
-    """
-
-    def __init__(self, timezone: str = "UTC") -> None:
-        self.zone = ZoneInfo(timezone)
-        self._cache: dict[int, str] = {}
-
-    def __call__(self, ts: float) -> str:
-        bucket = int(ts // 900)
-        month = self._cache.get(bucket)
-        if month is None:
-            if len(self._cache) > 200_000:
-                self._cache.clear()
-            month = datetime.fromtimestamp(bucket * 900, self.zone).strftime("%Y-%m")
-            self._cache[bucket] = month
-        return month
-
-    def start(self, month: str) -> float:
-        """Epoch seconds of the month's first instant in this zone (the series' ``_created``)."""
-        year, mon = int(month[:4]), int(month[5:7])
-        return datetime(year, mon, 1, tzinfo=self.zone).timestamp()
 
 
 class Pipeline:
@@ -149,6 +123,7 @@ class Pipeline:
                 self.caps.tenant.preload([tenant])
             if method and method != UNSPECIFIED_METHOD:
                 self.caps.method.preload([method])
+        self.caps.model.preload(key.model for key in agg.optimizer)
         self.caps.component.preload(key.component for key in agg.components if key.component != UNATTRIBUTED)
 
     # --- entry points for sources ------------------------------------------
@@ -216,7 +191,7 @@ class Pipeline:
         self, ts: float, request_id: str | None, model: str, provider: str | None, tenant: str | None,
         before: int | None, after: int | None, count_method: str | None, would_save: int | None,
         components: tuple[tuple[str, int], ...], usage: Usage | None, flags: tuple[str, ...] = (),
-        source_dialect: str | None = None,
+        source_dialect: str | None = None, optimizer: OptimizerCall | None = None,
     ) -> bool:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
@@ -240,7 +215,8 @@ class Pipeline:
         if ((usage is not None and (usage.output > cap or usage.fresh_input + usage.cache_read + usage.cache_write_5m
                                     + usage.cache_write_1h > cap))
                 or (before is not None and before > cap) or (after is not None and after > cap)
-                or (would_save is not None and would_save > cap)):
+                or (would_save is not None and would_save > cap)
+                or (optimizer is not None and implausible(optimizer, cap))):
             self._count_rejection(month, "implausible_count")  # before dedupe: its id stays free
             return True
         if request_id is not None and self.ledger.seen_before(request_id, ts):
@@ -270,8 +246,14 @@ class Pipeline:
             cell[WOULD_SAVE] += would_save
         if has_savings:
             assert before is not None and after is not None
-            saved = before - after if before > after else 0
-            cell[SAVED] += saved
+            if before > after:  # compacted (its sent tokens are before - saved: cells.populations)
+                saved = before - after
+                cell[SAVED] += saved
+                cell[BASE_COMPACTED] += before
+            else:  # untouched: saves nothing
+                saved = 0
+                cell[BASE_UNTOUCHED] += before
+                cell[SENT_UNTOUCHED] += after
             if components:
                 self._attribute(cell_key, saved, components)
             else:  # the common case of _attribute: all of it unattributed
@@ -287,6 +269,8 @@ class Pipeline:
         if flags:
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
+        if optimizer is not None:
+            count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
         return True
 
     def _count_rejection(self, month: str, reason: str) -> None:
@@ -354,7 +338,7 @@ class Pipeline:
         tenant = caps.tenant(record_tenant) if record_tenant is not None else UNSET_TENANT
         method = self._method_label(count_method, priced) if labelled else ""
         cell_key = CellKey(month, model, tenant, method, rate_id)
-        unattributed = ComponentKey(month, model, tenant, method, UNATTRIBUTED)
+        unattributed = ComponentKey(month, model, tenant, method, UNATTRIBUTED, rate_id)
         route = (agg.cell(cell_key), cell_key, unpriced, unattributed,
                  (month, model, method, "compacted"), (month, model, method, "untouched"))
         if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
@@ -381,17 +365,18 @@ class Pipeline:
     def _attribute(self, cell_key: CellKey, saved: int, components: tuple[tuple[str, int], ...]) -> None:
         """Split a saving over its components; the remainder is ``unattributed``."""
         agg = self.aggregates
-        month, model, tenant, method, _rate_id = cell_key
+        month, model, tenant, method, rate_id = cell_key
         remaining = saved
         exceeded = False
         for name, tokens in components:
             share = tokens if tokens <= remaining else remaining
             exceeded = exceeded or share != tokens
             if share:
-                agg.count(agg.components, ComponentKey(month, model, tenant, method, self.caps.component(name)), share)
+                agg.count(agg.components,
+                          ComponentKey(month, model, tenant, method, self.caps.component(name), rate_id), share)
             remaining -= share
         if exceeded:
             agg.count(agg.flagged, (month, "components_exceed_saving"))
         if remaining or not components:
-            key = ComponentKey(month, model, tenant, method, UNATTRIBUTED)
+            key = ComponentKey(month, model, tenant, method, UNATTRIBUTED, rate_id)
             agg.components[key] = agg.components.get(key, 0) + remaining

@@ -28,7 +28,7 @@ import msgspec
 import orjson
 
 from exporter.engine.fastparse import fast_parse
-from exporter.engine.usage import MAX_COUNT, Usage, UsageError, count_value, normalise_usage
+from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage, UsageError, count_value, normalise_usage
 
 # Bounded set of rejection reasons (the `reason` label of records_rejected_total).
 REJECTION_REASONS = (
@@ -97,6 +97,7 @@ class Record(msgspec.Struct, gc=False):
     usage: Usage | None
     flags: tuple[str, ...] = ()
     source_dialect: str | None = None
+    optimizer: OptimizerCall | None = None
 
 
 class TextCounter(Protocol):
@@ -159,7 +160,7 @@ def _optional_count(obj: Mapping[str, Any], key: str) -> int | None:
         raise _Invalid(exc.reason, exc.detail) from None
 
 
-def _optional_label(obj: Mapping[str, Any], key: str) -> str | None:
+def _optional_label(obj: Mapping[str, Any], key: str, where: str = "") -> str | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -167,7 +168,27 @@ def _optional_label(obj: Mapping[str, Any], key: str) -> str | None:
         return value or None
     if type(value) is int and value.bit_length() <= 64:  # str() of a huge int raises
         return str(value)
-    raise _Invalid("invalid_field", f"{key} has type {type(value).__name__}, expected a string")
+    raise _Invalid("invalid_field", f"{where}{key} has type {type(value).__name__}, expected a string")
+
+
+def _optimizer(value: Any) -> OptimizerCall | None:
+    """The ``optimizer`` extension: ``{"model": ..., "provider": ..., "usage": {native usage block}}``."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _Invalid("invalid_field", f"optimizer has type {type(value).__name__}, expected an object")
+    model = value.get("model")
+    if not isinstance(model, str) or not model:
+        raise _Invalid("invalid_field", "optimizer.model is missing or not a string")
+    provider = _optional_label(value, "provider", "optimizer.")
+    raw_usage = value.get("usage")
+    if raw_usage is None:
+        raise _Invalid("invalid_usage", "optimizer.usage is missing")
+    try:
+        usage = normalise_usage(raw_usage, "optimizer.usage")
+    except UsageError as exc:
+        raise _Invalid(exc.reason, exc.detail) from None
+    return OptimizerCall(model, provider, usage)
 
 
 def _components(value: Any) -> tuple[tuple[str, int], ...]:
@@ -232,6 +253,7 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
         tokens_after = _optional_count(obj, "tokens_after")
         would_have_saved = _optional_count(obj, "would_have_saved")
         components = _components(obj.get("components"))
+        optimizer = _optimizer(obj.get("optimizer"))
         flags: list[str] = []
         if tokens_before is None and tokens_after is None:
             before = _count_side(obj, "before", model, provider, counter)
@@ -275,6 +297,7 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
             usage=usage,
             flags=tuple(flags),
             source_dialect=dialect if isinstance(dialect, str) else None,
+            optimizer=optimizer,
         )
     except _Invalid as exc:
         return Rejection(exc.reason, exc.detail, ts)
@@ -318,6 +341,7 @@ __all__ = [
     "MAX_COUNT",
     "REJECTION_REASONS",
     "SOURCE_FLAGS",
+    "OptimizerCall",
     "Record",
     "Rejection",
     "TextCounter",

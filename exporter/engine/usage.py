@@ -56,6 +56,20 @@ class Usage(msgspec.Struct, frozen=True, gc=False):
         return self.cache_write_5m + self.cache_write_1h
 
 
+class OptimizerCall(msgspec.Struct, frozen=True, gc=False):
+    """The optimizer's own model calls on one request (the record field ``optimizer``).
+
+    A compressor that calls a model costs money too: its usage is priced with
+    the same table and version as the request, never reported in dollars, so
+    net savings keep the request's provenance. ``usage`` is None for a block of
+    a shape the engine does not know (counted unpriced, never $0).
+    """
+
+    model: str
+    provider: str | None
+    usage: Usage | None
+
+
 def count_value(value: Any, where: str) -> int:
     """A token count: a JSON integer, not a bool, not a float, 0 <= n <= 2**53-1."""
     if type(value) is int:

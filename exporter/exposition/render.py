@@ -4,9 +4,10 @@ A scrape must not cost the gateway's pod much CPU even with tens of thousands
 of series, so this module writes the exposition text itself instead of
 building prometheus_client sample objects on every scrape:
 
-- series that map one-to-one to an aggregate table (tokens saved by component,
-  divergence, unpriced, duplicates, rejects, flags) are rendered straight from
-  that table, with each series' label text built once and cached;
+- series that map one-to-one to an aggregate table (divergence, unpriced,
+  duplicates, rejects, flags) are rendered straight from that table, with each
+  series' label text built once and cached; components and the optimizer's
+  spend are summed from their tables (``breakdowns``);
 - series that sum several cells (requests, spend, dollars saved...) are kept
   in per-metric tables updated only for the cells that changed since the last
   scrape; such a series is re-summed exactly from its cells.
@@ -37,8 +38,11 @@ from exporter.engine.aggregate import (
     Aggregates,
     CellKey,
     ComponentKey,
+    OptimizerKey,
     cell_dollars,
 )
+from exporter.engine.cells import populations
+from exporter.exposition import breakdowns
 from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -55,6 +59,8 @@ class Frame:
     dirty: list[tuple[CellKey, list[int]]]  # cells changed since the last frame, copied, in cell order
     rate_book: list[PricedModel]
     components: dict[ComponentKey, int]
+    optimizer: dict[OptimizerKey, tuple[int, ...]]
+    optimizer_unpriced: dict[tuple[str, str, str], int]
     unpriced: dict[tuple[str, str, str], int]
     divergence: dict[tuple[str, str, str, str], tuple[int, int]]
     duplicates: dict[str, int]
@@ -126,9 +132,10 @@ class _Family:
     def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
         self.spec = spec
         self.labels_of = label_text
-        header = f"# HELP {{name}} {spec.help}\n# TYPE {{name}} {spec.type}\n"
-        self.text_header = header.format(name=spec.name)
-        self.om_header = header.format(name=spec.family_name)
+        # the text format 0.0.4 has no info type: a gauge there, as prometheus_client writes it
+        text_type = "gauge" if spec.type == "info" else spec.type
+        self.text_header = f"# HELP {spec.name} {spec.help}\n# TYPE {spec.name} {text_type}\n"
+        self.om_header = f"# HELP {spec.family_name} {spec.help}\n# TYPE {spec.family_name} {spec.type}\n"
         self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
 
     def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,
@@ -148,10 +155,12 @@ class _Family:
                 out.append(f"{created}{labels} {format_value(month_start(values[0]))}\n")
 
 
-# A cell's values, in the order of its value vector (see Exposition._vector): token sums, then dollars.
+# A cell's values, in the order of its value vector (see Exposition._vector): token sums, the
+# populations (baseline, sent of compacted, then of untouched), then dollars.
 _TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
 _V_REQUESTS, _V_OUTPUT, _V_FRESH, _V_CACHE_READ, _V_WRITE_5M, _V_WRITE_1H, _V_WOULD_SAVE = range(7)
-_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(7, 12)
+_V_BASE_COMPACTED, _V_SENT_COMPACTED, _V_BASE_UNTOUCHED, _V_SENT_UNTOUCHED = range(7, 11)
+_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(11, 16)
 
 SeriesKey = tuple[str, Labels]  # (metric name, label values)
 _REQUESTS, _OUTPUT = catalog.REQUESTS_TOTAL.name, catalog.OUTPUT_TOKENS_TOTAL.name
@@ -159,6 +168,7 @@ _PROMPT, _WOULD_SAVE = catalog.PROMPT_TOKENS_TOTAL.name, catalog.WOULD_HAVE_SAVE
 _SPEND, _CACHE_SAVINGS = catalog.SPEND_USD_TOTAL.name, catalog.CACHE_READ_SAVINGS_USD_TOTAL.name
 _CACHE_PREMIUM = catalog.CACHE_WRITE_PREMIUM_USD_TOTAL.name
 _USD_SAVED, _WOULD_SAVE_USD = catalog.USD_SAVED_TOTAL.name, catalog.WOULD_HAVE_SAVED_USD_TOTAL.name
+_BASELINE, _SENT = catalog.BASELINE_INPUT_TOKENS_TOTAL.name, catalog.SENT_INPUT_TOKENS_TOTAL.name
 
 
 class Exposition:
@@ -203,6 +213,10 @@ class Exposition:
         ]
         if method:
             series.append(((_WOULD_SAVE, (month, model, tenant, method)), _V_WOULD_SAVE))
+            compacted = (month, model, tenant, method, "compacted")
+            untouched = (month, model, tenant, method, "untouched")
+            series += [((_BASELINE, compacted), _V_BASE_COMPACTED), ((_SENT, compacted), _V_SENT_COMPACTED),
+                       ((_BASELINE, untouched), _V_BASE_UNTOUCHED), ((_SENT, untouched), _V_SENT_UNTOUCHED)]
         if rate_id >= 0:
             rates = self._rate_book[rate_id]
             versioned = (month, model, tenant, rates.version)
@@ -228,7 +242,7 @@ class Exposition:
         found = self._vectors.get(key)
         if found is None:
             cell = self._seen_cells[key]
-            tokens = tuple([cell[field] for field in _TOKEN_FIELDS])
+            tokens = (*[cell[field] for field in _TOKEN_FIELDS], *populations(cell))
             if key.rate_id < 0:  # unpriced: no dollar series
                 found = tokens
             else:
@@ -262,6 +276,8 @@ class Exposition:
             dirty=dirty,
             rate_book=list(agg.rate_book),
             components=dict(agg.components),
+            optimizer={k: tuple(v) for k, v in agg.optimizer.items()},
+            optimizer_unpriced=dict(agg.optimizer_unpriced),
             unpriced=dict(agg.unpriced),
             divergence={k: (v[0], v[1]) for k, v in agg.divergence.items()},
             duplicates=dict(agg.duplicates),
@@ -311,9 +327,14 @@ class Exposition:
         """
         self._update_sums(frame)
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
-            catalog.TOKENS_SAVED_TOTAL.name: (((k.month, k.model, k.tenant, k.component, k.method), v)
-                                              for k, v in frame.components.items()),
+            catalog.TOKENS_SAVED_TOTAL.name: breakdowns.component_tokens(frame.components).items(),
+            catalog.COMPONENT_USD_SAVED_TOTAL.name: breakdowns.component_dollars(
+                frame.components, frame.rate_book).items(),
+            catalog.OPTIMIZER_SPEND_USD_TOTAL.name: breakdowns.optimizer_dollars(
+                frame.optimizer, frame.rate_book).items(),
+            catalog.OPTIMIZER_TOKENS_TOTAL.name: breakdowns.optimizer_tokens(frame.optimizer).items(),
             catalog.UNPRICED_REQUESTS_TOTAL.name: frame.unpriced.items(),
+            catalog.OPTIMIZER_UNPRICED_REQUESTS_TOTAL.name: frame.optimizer_unpriced.items(),
             catalog.DIVERGENCE_COUNTED_TOKENS_TOTAL.name: ((k, v[0]) for k, v in frame.divergence.items()),
             catalog.DIVERGENCE_PROVIDER_TOKENS_TOTAL.name: ((k, v[1]) for k, v in frame.divergence.items()),
             catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in frame.duplicates.items()),
@@ -325,6 +346,11 @@ class Exposition:
             if self.families.get(metric.name) is None:
                 raise UnknownMetric(f"self-metric {metric.name!r} is not in exporter.catalog")
             health_by_name.setdefault(metric.name, []).append((labels, value))
+        baseline, sent = self._sums.get(_BASELINE, {}), self._sums.get(_SENT, {})
+        # every labelled cell has both populations' series; those still (0, 0) are left out
+        counted = [labels for labels, value in baseline.items() if value or sent[labels]]
+        one_to_one[_BASELINE] = [(labels, baseline[labels]) for labels in counted]
+        one_to_one[_SENT] = [(labels, sent[labels]) for labels in counted]
         for name, family in self.families.items():
             if name in one_to_one:
                 yield family, one_to_one[name]

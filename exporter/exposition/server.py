@@ -1,4 +1,4 @@
-"""The HTTP face of the sidecar: /metrics, /healthz, /readyz and a landing page.
+"""The HTTP face of the sidecar: /metrics, /healthz, /readyz and the landing page ``/``.
 
 A small ThreadingHTTPServer: scrapes are rare and cheap (see
 ``exporter.exposition.render``), so a thread per request is plenty, and it keeps the
@@ -12,7 +12,6 @@ Each response is one write on a TCP_NODELAY socket (no delayed-ACK stall on keep
 from __future__ import annotations
 
 import gzip
-import html
 import logging
 import socket
 import threading
@@ -24,6 +23,8 @@ log = logging.getLogger(__name__)
 
 
 GZIP_LEVEL = 1  # metric text compresses ~10x even at level 1, at a fraction of level 6's CPU
+# The landing page is one self-contained document: no script, and nothing fetched from anywhere.
+LANDING_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
 def accepts_gzip(header: str | None) -> bool:
@@ -48,29 +49,21 @@ def accepts_gzip(header: str | None) -> bool:
 
 
 class Endpoints:
-    """What the server asks of the sidecar; plain callables so tests can drive them."""
+    """What the server asks of the sidecar; plain callables so tests can drive them.
+
+    ``landing`` returns the HTML of ``/`` (the sidecar renders it with ``exporter.report``:
+    this layer only serves it).
+    """
 
     def __init__(
         self,
         metrics: Callable[[str | None], tuple[bytes, str]],
         ready: Callable[[], tuple[bool, str]],
-        summary: Callable[[], dict[str, Any]],
+        landing: Callable[[], bytes],
     ) -> None:
         self.metrics = metrics
         self.ready = ready
-        self.summary = summary
-
-
-def _landing(summary: dict[str, Any]) -> bytes:
-    rows = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in summary.items()
-    )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>llm-savings-exporter</title></head><body>"
-        "<h1>llm-savings-exporter</h1>"
-        "<p><a href='/metrics'>/metrics</a> · <a href='/healthz'>/healthz</a> · <a href='/readyz'>/readyz</a></p>"
-        f"<h2>This month</h2><table>{rows}</table></body></html>"
-    ).encode()
+        self.landing = landing
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -119,7 +112,8 @@ class _Handler(BaseHTTPRequestHandler):
                 ready, why = endpoints.ready()
                 self._send(200 if ready else 503, (why + "\n").encode(), "text/plain; charset=utf-8")
             elif path == "/":
-                self._send(200, _landing(endpoints.summary()), "text/html; charset=utf-8")
+                self._send(200, endpoints.landing(), "text/html; charset=utf-8",
+                           {"Cache-Control": "no-cache", "Content-Security-Policy": LANDING_CSP})
             else:
                 self._send(404, b"not found\n", "text/plain; charset=utf-8")
         except Exception:  # a failing scrape must not kill the server thread

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from prometheus_client.registry import Collector
@@ -41,6 +42,7 @@ from exporter.exposition.render import (
 )
 from exporter.exposition.server import Endpoints, MetricsServer
 from exporter.prices.table import load_price_table
+from exporter.report.live import landing_page
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, StateDirLock
 from exporter.sidecar.config import Config, parse_listen
 from exporter.sidecar.health import Health, health_samples, readiness
@@ -122,7 +124,7 @@ class Sidecar:
             self.sources.append(SourceRunner(source, tailer, decoder))
         self.exposition = Exposition(self.pipeline.month_of.start)
         host, port = parse_listen(config.listen)
-        self.server = MetricsServer(host, port, Endpoints(self.metrics, self.readiness, self.summary))
+        self.server = MetricsServer(host, port, Endpoints(self.metrics, self.readiness, partial(landing_page, self)))
         self.receiver: Any = None
         if config.otlp.enabled:
             self.receiver = make_receiver(config.otlp, self.pipeline)

@@ -38,6 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from exporter import catalog  # noqa: E402
 from exporter.engine.aggregate import REQUESTS, SAVED  # noqa: E402
+from exporter.engine.cells import BASE_COMPACTED  # noqa: E402
 from exporter.engine.labels import LabelCaps  # noqa: E402
 from exporter.engine.pipeline import Pipeline  # noqa: E402
 from exporter.exposition.render import Exposition  # noqa: E402
@@ -105,6 +106,7 @@ def update_cells(pipeline: Pipeline, share: float, rng: random.Random) -> None:
         cell = agg.cells[key]
         cell[REQUESTS] += 1
         cell[SAVED] += 10
+        cell[BASE_COMPACTED] += 30  # a compacted record: 30 before, 20 sent
 
 
 def run(size: int, repeat: int) -> dict[str, float]:

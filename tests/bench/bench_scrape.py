@@ -39,6 +39,7 @@ from exporter.engine.aggregate import (
     CellKey,
     ComponentKey,
 )
+from exporter.engine.cells import BASE_COMPACTED
 from exporter.engine.pipeline import MonthOf
 from exporter.exposition.render import Exposition
 from exporter.prices.table import PricedModel, load_price_table
@@ -65,10 +66,10 @@ def fill(cells: int) -> Aggregates:
         key = CellKey(MONTH, model, tenant, method, agg.rate_id(priced))
         cell = [0] * CELL_WIDTH
         cell[REQUESTS], cell[FRESH], cell[CACHE_READ], cell[WRITE_5M] = 10 + i % 7, 1000 * i, 500 * i, 10 * i
-        cell[OUTPUT], cell[SAVED] = 300 * i, 700 * i
+        cell[OUTPUT], cell[SAVED], cell[BASE_COMPACTED] = 300 * i, 700 * i, 2000 * i  # compacted: sent 1300 i
         agg.cells[key] = cell
         for j, component in enumerate(COMPONENTS):
-            agg.components[ComponentKey(MONTH, model, tenant, method, component)] = 300 * i + j
+            agg.components[ComponentKey(MONTH, model, tenant, method, component, key.rate_id)] = 300 * i + j
         if method != "provider":
             agg.divergence[(MONTH, model, method, "compacted")] = [1000 * i, 1100 * i]
     agg.dirty_all = True

@@ -1,6 +1,6 @@
 """The Helm chart, rendered by Helm's own engine (helm-python-sdk binds Helm v4's Go library).
 
-Every scenario under tests/fixtures/helm/ is rendered, linted strict, and each
+Every documented shape, the chart's ci/*-values.yaml (and the defaults), is rendered, linted strict, and each
 rendered object is validated against the Kubernetes schemas (kubernetes-validate,
 strict: unknown fields refused) or the Prometheus Operator CRD schemas vendored in
 tests/fixtures/helm/crds/. Then the pod specs are checked field by field, and the
@@ -42,7 +42,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "helm"
 CRDS = FIXTURES / "crds"
 KUBE_VERSION = "1.30.0"
 RELEASE, NAMESPACE = "rel", "obs"
-SCENARIOS = ("default", "example-gateway", "standalone", "monitoring", "existing-prices")
+CI_VALUES = CHART / "ci"
+SCENARIOS = ("default", *sorted(p.name.removesuffix("-values.yaml") for p in CI_VALUES.glob("*-values.yaml")))
 CRD_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 LOG_MOUNT = "/var/log/gateway"
 CONFIG_PATH = "/etc/llm-savings-exporter/config.yaml"
@@ -52,7 +53,7 @@ STATE_DIR = "/var/lib/llm-savings-exporter"
 def scenario_values(name: str) -> dict[str, Any]:
     if name == "default":
         return {}
-    loaded: dict[str, Any] = yaml.safe_load((FIXTURES / f"values-{name}.yaml").read_text())
+    loaded: dict[str, Any] = yaml.safe_load((CI_VALUES / f"{name}-values.yaml").read_text())
     return loaded
 
 
@@ -145,7 +146,7 @@ def validate_crd(obj: dict[str, Any]) -> None:
 
 def test_crd_schemas_refuse_a_misspelt_field() -> None:
     """The vendored schemas are strict, so the validation above can catch a typo."""
-    objects, _ = render(scenario_values("monitoring"))
+    objects, _ = render(scenario_values("servicemonitor"))
     monitor = one(objects, "ServiceMonitor")
     monitor["spec"]["endpoints"][0]["scrapeIntervall"] = "30s"
     assert any("'scrapeIntervall' was unexpected" in e for e in crd_errors(monitor))
@@ -304,7 +305,7 @@ def test_standalone_is_a_statefulset_with_a_state_pvc(exporter_config: Any) -> N
     assert not by_kind(objects, "Deployment")
     sts = one(objects, "StatefulSet")
     spec = sts["spec"]
-    assert spec["replicas"] == 2
+    assert spec["replicas"] == 1
     (claim,) = spec["volumeClaimTemplates"]
     assert claim["metadata"]["name"] == "llm-savings-state"
     assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
@@ -341,7 +342,7 @@ def test_standalone_is_a_statefulset_with_a_state_pvc(exporter_config: Any) -> N
 
 
 def test_monitoring_objects_are_gated_labelled_and_wired() -> None:
-    objects, notes = render(scenario_values("monitoring"))
+    objects, notes = render(scenario_values("servicemonitor"))
     service = one(objects, "Service")
     sm = one(objects, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1"
@@ -352,16 +353,19 @@ def test_monitoring_objects_are_gated_labelled_and_wired() -> None:
     assert endpoint["interval"] == "1m" and endpoint["scrapeTimeout"] == "10s"
     assert endpoint["metricRelabelings"][0]["action"] == "drop"
 
-    pm = one(objects, "PodMonitor")
+    assert not by_kind(objects, "PodMonitor")  # one monitor kind at a time
+    pm = one(render(scenario_values("podmonitor"))[0], "PodMonitor")
     pod = one(objects, "Deployment")["spec"]["template"]
     assert pm["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     (pod_endpoint,) = pm["spec"]["podMetricsEndpoints"]
     assert pod_endpoint["port"] in {p["name"] for p in sidecar(pod["spec"])["ports"]}
+    assert pod_endpoint["relabelings"][0]["targetLabel"] == "node"
 
     rule = one(objects, "PrometheusRule")
     expected_groups = []
-    # The chart's copies; test_helm_sync.py checks they equal the repository's rules/.
-    for path in sorted((CHART / "files" / "rules").glob("*.yaml")):
+    # With the default mixin: values the chart renders the repository's rules/ (test_helm_mixin.py
+    # checks other values against scripts/gen_mixin.py's output for the same parameters).
+    for path in sorted((REPO / "rules").glob("*.yaml")):
         expected_groups.extend(yaml.safe_load(path.read_text())["groups"])
     assert rule["spec"]["groups"] == expected_groups
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
@@ -372,28 +376,28 @@ def test_monitoring_objects_are_gated_labelled_and_wired() -> None:
         if "grafana_dashboard" in cm["metadata"]["labels"]
     ]
     sources = sorted((CHART / "files" / "dashboards").glob("*.json"))
-    assert sources, "no dashboards in the chart: run scripts/sync_chart.py"
+    assert sources, "no dashboards in the chart: run scripts/gen_mixin.py"
     assert len(dashboards) == len(sources)
     for cm in dashboards:
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert cm["metadata"]["namespace"] == "grafana"
         assert cm["metadata"]["annotations"] == {"grafana_folder": "LLM"}
         ((file_name, text),) = cm["data"].items()
-        assert text == (CHART / "files" / "dashboards" / file_name).read_text().rstrip("\n")
+        assert json.loads(text) == json.loads((REPO / "dashboards" / file_name).read_text())
     assert "ServiceMonitor is rendered" in notes
 
 
 def test_monitor_api_version_and_dashboard_label_are_configurable() -> None:
     objects, _ = render(
         {
-            "serviceMonitor": {"enabled": True, "apiVersion": "monitoring.coreos.com/v1beta1"},
-            "podMonitor": {"enabled": True, "apiVersion": "monitoring.example/v2"},
+            "monitor": {"kind": "ServiceMonitor", "apiVersion": "monitoring.coreos.com/v1beta1"},
             "prometheusRule": {"enabled": True, "apiVersion": "monitoring.example/v3"},
             "dashboards": {"enabled": True, "label": "grafana_dashboard_llm", "labelValue": "yes"},
         }
     )
     assert one(objects, "ServiceMonitor")["apiVersion"] == "monitoring.coreos.com/v1beta1"
-    assert one(objects, "PodMonitor")["apiVersion"] == "monitoring.example/v2"
+    pod_monitor, _ = render({"monitor": {"kind": "PodMonitor", "apiVersion": "monitoring.example/v2"}})
+    assert one(pod_monitor, "PodMonitor")["apiVersion"] == "monitoring.example/v2"
     assert one(objects, "PrometheusRule")["apiVersion"] == "monitoring.example/v3"
     for cm in by_kind(objects, "ConfigMap"):
         if cm["metadata"]["name"].endswith("-config"):
@@ -456,7 +460,7 @@ def test_demo_and_standalone_together_are_refused_with_a_reason() -> None:
             {"config": {"timezon": "UTC"}},
             "at '/config': additional properties 'timezon' not allowed",
         ),
-        ({"serviceMonitor": {"interval": "30 seconds"}}, "at '/serviceMonitor/interval'"),
+        ({"monitor": {"interval": "30 seconds"}}, "at '/monitor/interval'"),
         (
             {"config": {"sources": [{"name": "g", "type": "syslog", "paths": ["/x"]}]}},
             "at '/config/sources/0/type'",

@@ -22,7 +22,7 @@ from tests.support import oracle
 
 PRICES = Path(__file__).resolve().parents[1] / "fixtures" / "engine" / "prices_two_versions.yaml"
 REPO = Path(__file__).resolve().parents[2]
-MONTH_KEYS = set(oracle.MONTH_KEYS_INT) | set(oracle.MONTH_KEYS_FLOAT)
+MONTH_KEYS = set(oracle.MONTH_KEYS_INT) | set(oracle.MONTH_KEYS_FLOAT) | set(oracle.MONTH_KEYS_OTHER)
 
 
 def write_log(directory: Path, seed: int, n: int, parts: int = 2) -> list[Path]:
@@ -48,6 +48,8 @@ def assert_same(engine: dict[str, Any], expected: dict[str, Any]) -> None:
         for key in oracle.MONTH_KEYS_FLOAT:
             assert isinstance(got[key], float), (month, key)
             assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-9), (month, key)
+        for key in oracle.MONTH_KEYS_OTHER:
+            assert oracle.same(got[key], want[key]), (month, key, got[key], want[key])
 
 
 def replay_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,113 @@ def test_promtool_unit_tests_can_fail(tmp_path: Path) -> None:
     assert result.returncode != 0
 
 
+# --- the same tests with another job name, runbook address and cluster label ---------------
+
+CUSTOM_JOB = "gateway-savings"
+CUSTOM = {
+    "jobSelector": f'job="{CUSTOM_JOB}"',
+    "runbookBaseUrl": "https://runbooks.example.org/llm-savings.md",
+    "clusterLabel": "k8s_cluster",
+}
+
+
+def relabelled_tests(
+    test_dir: Path, rule_dir: Path, job: str, runbook: str, *, equality: bool = False
+) -> list[Path]:
+    """rules/tests/ rewritten for another job name and runbook address, reading ``rule_dir``'s rules.
+
+    With an equality job selector (``job="x"``), absent() carries that label: its alert does too.
+    """
+    written = []
+    test_dir.mkdir(parents=True, exist_ok=True)
+    for source in rule_test_files():
+        text = source.read_text(encoding="utf-8")
+        text = text.replace('job="llm-savings-exporter"', f'job="{job}"')
+        text = text.replace("job: llm-savings-exporter", f"job: {job}")
+        text = text.replace("(job llm-savings-exporter)", f"(job {job})")
+        text = text.replace(RUNBOOK_BASE, runbook + "#")
+        doc = yaml.safe_load(text)
+        doc["rule_files"] = [str(rule_dir / Path(f).name) for f in doc["rule_files"]]
+        for case in doc["tests"] if equality else []:
+            for check in case.get("alert_rule_test", []):
+                if check["alertname"] == "LlmSavingsExporterAbsent":
+                    for alert in check.get("exp_alerts") or []:
+                        alert["exp_labels"]["job"] = job
+        target = test_dir / source.name
+        target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def generate(tmp_path: Path, params: dict[str, Any]) -> Path:
+    config = tmp_path / "params.yaml"
+    config.write_text(yaml.safe_dump(params), encoding="utf-8")
+    out = tmp_path / "out"
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_mixin.py"), "--config", str(config), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@needs_promtool
+def test_custom_job_name_passes_promtool_check_and_the_same_tests(tmp_path: Path) -> None:
+    out = generate(tmp_path, CUSTOM)
+    rules = sorted((out / "rules").glob("*.yaml"))
+    assert [p.name for p in rules] == [p.name for p in rule_files()]
+    text = "".join(p.read_text() for p in rules)
+    assert "llm-savings-exporter.*" not in text and 'job="gateway-savings"' in text
+    assert "by (k8s_cluster, month)" in text
+    checked = subprocess.run(
+        [PROMTOOL, "check", "rules", *map(str, rules)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0 and "WARNING" not in checked.stdout + checked.stderr, checked.stdout
+    tests = relabelled_tests(
+        tmp_path / "tests", out / "rules", CUSTOM_JOB, CUSTOM["runbookBaseUrl"], equality=True
+    )
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", *map(str, tests)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_the_default_rules_do_not_see_another_job(tmp_path: Path) -> None:
+    """The job selector is what decides: the default rules, fed the other job's series, fail the tests
+    (the absent alert fires, nothing is summed)."""
+    tests = relabelled_tests(tmp_path / "tests", RULES_DIR, CUSTOM_JOB, RUNBOOK_BASE[:-1])
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", *map(str, tests)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "LlmSavingsExporterAbsent" in result.stdout + result.stderr
+
+
+@needs_promtool
+def test_a_threshold_parameter_moves_the_alert(tmp_path: Path) -> None:
+    """recordsRejectedPercent: 50 keeps replica a (2% rejected) quiet; c (100%) still fires."""
+    out = generate(tmp_path, {"recordsRejectedPercent": 50, "recordsRejectedFor": "5m"})
+    source = yaml.safe_load((RULES_DIR / "tests" / "llm-savings.alerts.test.yaml").read_text())
+    case = next(c for c in source["tests"] if c["name"].startswith("records rejected"))
+    firing = case["alert_rule_test"][1]
+    firing["exp_alerts"] = [a for a in firing["exp_alerts"] if a["exp_labels"]["instance"] == "c:9464"]
+    for alert in firing["exp_alerts"]:
+        alert["exp_annotations"]["description"] = alert["exp_annotations"]["description"].replace(
+            "More than 1%", "More than 50%"
+        )
+    quiet = {"alertname": "LlmSavingsRecordsRejected", "eval_time": "4m", "exp_alerts": []}
+    case["alert_rule_test"] = [quiet, firing]
+    source["tests"] = [case]
+    source["rule_files"] = [str(out / "rules" / Path(f).name) for f in source["rule_files"]]
+    path = tmp_path / "threshold.test.yaml"
+    path.write_text(yaml.safe_dump(source, sort_keys=False))
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 # --- names and metrics ---------------------------------------------------------
 
 
@@ -126,6 +234,9 @@ def test_recording_rules_follow_level_metric_operations() -> None:
         "llm_savings_cache_hit",
         "llm_savings_estimator_divergence",
         "llm_savings_usd_saved_default_factor",
+        "llm_savings_saved_input_tokens",
+        "llm_savings_compression",
+        "llm_savings_net_usd_saved",
     }
     assert [r for r in records if r.split(":")[1] not in families | derived] == []
 
@@ -157,6 +268,15 @@ def test_the_brief_s_recording_rules_exist() -> None:
         "month:llm_savings_usd_saved_default_factor:ratio",
         "model_tenant:llm_savings_usd_saved:rate5m",
         "model_tenant:llm_savings_spend_usd:rate5m",
+        # issue 16: saved %, compression ratio (per population and over all records), dollars by
+        # component, net savings
+        "month_method_population:llm_savings_saved_input_tokens:ratio",
+        "month_method:llm_savings_saved_input_tokens:ratio",
+        "month_method_population:llm_savings_compression:ratio",
+        "month_method:llm_savings_compression:ratio",
+        "month_component:llm_savings_component_usd_saved:sum",
+        "month:llm_savings_net_usd_saved:sum",
+        "month_tenant:llm_savings_net_usd_saved:sum",
     ):
         assert name in records
 

@@ -182,7 +182,7 @@ def test_prices_table_fallbacks_loaded() -> None:
     assert [beta.cache_write_5m, beta.cache_write_1h] == pytest.approx([1.5, 2.4])
 
 
-# --- the §4 formulas, one tier at a time --------------------------------------------------------
+# --- the formulas of docs/prices.md, one tier at a time -----------------------------------------
 
 
 def test_spend_and_cache_savings_every_tier() -> None:

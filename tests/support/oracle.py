@@ -42,6 +42,10 @@ MONTH_KEYS_INT = (
     "cache_read_tokens",
     "cache_write_tokens",
     "output_tokens",
+    "baseline_input_tokens",
+    "sent_input_tokens",
+    "optimizer_requests",
+    "optimizer_unpriced",
 )
 MONTH_KEYS_FLOAT = (
     "usd_saved",
@@ -49,7 +53,13 @@ MONTH_KEYS_FLOAT = (
     "spend_usd",
     "cache_savings_usd",
     "cache_hit_rate",
+    "optimizer_spend_usd",
+    "net_usd_saved",
 )
+# ratios (null when there is nothing to divide by) and breakdowns (objects): compare with ``same``
+MONTH_KEYS_OTHER = ("saved_pct", "compression_ratio", "populations", "tokens_saved_by_component",
+                    "usd_saved_by_component")
+POPULATIONS = ("compacted", "untouched")
 
 
 class Reject(Exception):
@@ -273,6 +283,23 @@ class Rec:
     method: str | None
     would: int | None
     usage: tuple[int, int, int, int, int] | None
+    components: list[tuple[str, int]] = field(default_factory=list)
+    optimizer: tuple[str, str | None, tuple[int, int, int, int, int] | None] | None = None
+
+
+def _optimizer(block: Any) -> tuple[str, str | None, tuple[int, int, int, int, int] | None] | None:
+    """The optimizer extension (docs/record-format.md, "Optimizer spend"): model, provider, tiers."""
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise Reject("invalid_field")
+    model = block.get("model")
+    if not isinstance(model, str) or not model:
+        raise Reject("invalid_field")
+    provider = _label(block, "provider")
+    if block.get("usage") is None:
+        raise Reject("invalid_usage")
+    return model, provider, tiers(block["usage"])
 
 
 def parse(obj: Any) -> Rec:
@@ -296,6 +323,7 @@ def parse(obj: Any) -> Rec:
         before, after = _opt_count(obj, "tokens_before"), _opt_count(obj, "tokens_after")
         would = _opt_count(obj, "would_have_saved")
         components = obj.get("components")
+        named: list[tuple[str, int]] = []
         if components is not None:
             if not isinstance(components, list):
                 raise Reject("invalid_components")
@@ -307,13 +335,14 @@ def parse(obj: Any) -> Rec:
                 ):
                     raise Reject("invalid_components")
                 try:
-                    _count(item.get("tokens_saved"))
+                    named.append((item["name"], _count(item.get("tokens_saved"))))
                 except Reject:
                     raise Reject("invalid_components") from None
+        optimizer = _optimizer(obj.get("optimizer"))
         usage = None if obj.get("usage") is None else tiers(obj["usage"])
     except Reject as exc:
         raise Reject(exc.reason, ts) from None
-    return Rec(ts, rid, model, provider, before, after, method, would, usage)
+    return Rec(ts, rid, model, provider, before, after, method, would, usage, named, optimizer)
 
 
 def decode_line(line: bytes) -> Any:
@@ -345,12 +374,28 @@ BLANK = object()
 def _empty_month() -> dict[str, Any]:
     month: dict[str, Any] = {k: 0 for k in MONTH_KEYS_INT}
     month.update({k: 0.0 for k in MONTH_KEYS_FLOAT})
+    month["populations"] = {name: {"baseline_input_tokens": 0, "sent_input_tokens": 0} for name in POPULATIONS}
+    month["tokens_saved_by_component"] = {}
+    month["usd_saved_by_component"] = {}
     return month
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def same(got: Any, want: Any) -> bool:
+    """Equal, floats to 1e-9 relative (the oracle sums floats record by record), objects key by key."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and set(got) == set(want) and all(same(got[k], want[k]) for k in want)
+    if isinstance(want, float) and isinstance(got, float):
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+    return bool(got == want)
 
 
 @dataclass
 class Oracle:
-    """Feed lines with ``line``; read the §5 JSON with ``result``."""
+    """Feed lines with ``line``; read the replay JSON (docs/record-format.md) with ``result``."""
 
     versions: list[Version]
     timezone: str = "UTC"
@@ -398,10 +443,15 @@ class Oracle:
         m["tokens_saved"] += saved
         m["would_have_saved_tokens"] += rec.would or 0
         r = rates_for(self.versions, rec.model, rec.provider, rec.ts)
+        self._optimizer(m, rec)
+        f = 1.0
+        if r is not None:
+            f = 1.0 if rec.method == "provider" else r.factors.get(rec.method or "", 1.0)
+        if rec.before is not None and rec.after is not None:
+            self._savings(m, rec, saved, f * r.input if r is not None else None)
         if r is None:
             m["unpriced"] += 1
             return
-        f = 1.0 if rec.method == "provider" else r.factors.get(rec.method or "", 1.0)
         m["spend_usd"] += (
             fresh * r.input + read * r.cache_read + w5 * r.w5 + w1h * r.w1h + out * r.output
         )
@@ -411,10 +461,59 @@ class Oracle:
             read * (r.input - r.cache_read) - w5 * (r.w5 - r.input) - w1h * (r.w1h - r.input)
         )
 
+    def _savings(self, m: dict[str, Any], rec: Rec, saved: int, usd_per_token: float | None) -> None:
+        """Populations and the split by component (the remainder unattributed) of a record with savings."""
+        assert rec.before is not None and rec.after is not None
+        pop = m["populations"]["compacted" if rec.before > rec.after else "untouched"]
+        pop["baseline_input_tokens"] += rec.before
+        pop["sent_input_tokens"] += rec.after
+        shares: list[tuple[str, int]] = []
+        remaining = saved
+        for name, tokens in rec.components:
+            share = min(tokens, remaining)
+            remaining -= share
+            if share:
+                shares.append((name, share))
+        if remaining or not rec.components:
+            shares.append(("unattributed", remaining))
+        for name, share in shares:
+            m["tokens_saved_by_component"][name] = m["tokens_saved_by_component"].get(name, 0) + share
+            usd = m["usd_saved_by_component"].get(name, 0.0)
+            m["usd_saved_by_component"][name] = usd + (share * usd_per_token if usd_per_token is not None else 0.0)
+
+    def _optimizer(self, m: dict[str, Any], rec: Rec) -> None:
+        """The optimizer's own calls, priced like the request: same table, the version at its ts."""
+        if rec.optimizer is None:
+            return
+        model, provider, usage = rec.optimizer
+        if usage is None:  # a usage shape nobody knows
+            m["optimizer_unpriced"] += 1
+            return
+        m["optimizer_requests"] += 1
+        r = rates_for(self.versions, model, provider, rec.ts)
+        if r is None:
+            m["optimizer_unpriced"] += 1
+            return
+        fresh, read, w5, w1h, out = usage
+        m["optimizer_spend_usd"] += fresh * r.input + read * r.cache_read + w5 * r.w5 + w1h * r.w1h + out * r.output
+
     def result(self) -> dict[str, Any]:
         for m in self.months.values():
             prompt = m["fresh_input_tokens"] + m["cache_read_tokens"] + m["cache_write_tokens"]
             m["cache_hit_rate"] = m["cache_read_tokens"] / prompt if prompt else 0.0
+            for name in POPULATIONS:
+                pop = m["populations"][name]
+                m["baseline_input_tokens"] += pop["baseline_input_tokens"]
+                m["sent_input_tokens"] += pop["sent_input_tokens"]
+                pop["compression_ratio"] = _ratio(pop["baseline_input_tokens"], pop["sent_input_tokens"])
+            compacted, untouched = m["populations"]["compacted"], m["populations"]["untouched"]
+            compacted["saved_pct"] = _ratio(m["tokens_saved"], compacted["baseline_input_tokens"])
+            untouched["saved_pct"] = 0.0 if untouched["baseline_input_tokens"] else None
+            m["saved_pct"] = _ratio(m["tokens_saved"], m["baseline_input_tokens"])
+            m["compression_ratio"] = _ratio(m["baseline_input_tokens"], m["sent_input_tokens"])
+            m["net_usd_saved"] = m["usd_saved"] - m["optimizer_spend_usd"]
+            m["tokens_saved_by_component"] = dict(sorted(m["tokens_saved_by_component"].items()))
+            m["usd_saved_by_component"] = dict(sorted(m["usd_saved_by_component"].items()))
         return {
             "months": dict(sorted(self.months.items())),
             "rejected_by_reason": dict(self.rejected_by_reason),
@@ -597,6 +696,11 @@ def good_record(rng: Any, rid: str | None) -> dict[str, Any]:
         rec["tokens_before"] = rng.randint(0, 100)  # incomplete: no tokens_after
     if rng.random() < 0.05:
         rec["unknown_key"] = {"nested": [1, 2, 3]}
+    if rng.random() < 0.1:  # a compressor that called a model (priced, unknown or of an unknown usage shape)
+        optimizer_model, optimizer_provider = rng.choice(MODELS)
+        rec["optimizer"] = {"model": optimizer_model, "usage": _usage(rng) if rng.random() < 0.9 else {"n": 1}}
+        if optimizer_provider is not None:
+            rec["optimizer"]["provider"] = optimizer_provider
     return rec
 
 

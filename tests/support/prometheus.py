@@ -32,10 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = ROOT / "rules"
 DASHBOARDS_DIR = ROOT / "dashboards"
 
-# Labels Prometheus attaches to every scraped series (and `pod` under Kubernetes).
-TARGET_LABELS = frozenset({"job", "instance", "pod"})
+# Labels Prometheus attaches to every scraped series (`pod` and `namespace` under Kubernetes,
+# `cluster` as the external label of a multi-cluster setup; the mixin's default label names).
+TARGET_LABELS = frozenset({"job", "instance", "pod", "namespace", "cluster"})
 # Series Prometheus makes itself; allowed in queries besides the catalog.
-PROMETHEUS_SERIES: dict[str, frozenset[str]] = {"up": frozenset({"job", "instance", "pod"})}
+PROMETHEUS_SERIES: dict[str, frozenset[str]] = {"up": TARGET_LABELS}
 
 KEYWORDS = frozenset(
     {
@@ -273,9 +274,11 @@ def load_dashboards() -> dict[str, dict[str, Any]]:
 
 
 def dashboard_panels(board: dict[str, Any]) -> list[dict[str, Any]]:
+    """The data panels of a dashboard: row panels left out, those inside collapsed rows included."""
     panels: list[dict[str, Any]] = []
     for panel in board["panels"]:
-        panels.append(panel)
+        if panel["type"] != "row":
+            panels.append(panel)
         panels.extend(panel.get("panels", []))  # collapsed rows
     return panels
 

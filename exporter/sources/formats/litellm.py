@@ -2,53 +2,21 @@
 
 The LiteLLM proxy hands every callback (and its JSON/file loggers) one
 ``StandardLoggingPayload`` per call; its shape is ``litellm/types/utils.py``
-(checked against litellm 1.110.2). Field by field:
+(checked against litellm 1.110.2). Which payload field becomes which record
+field is the table in docs/integrations.md ("The payload, field by field");
+this module is that table, and a change here changes the doc.
 
-===============================================  ===============================
-payload                                          canonical record
-===============================================  ===============================
-``startTime`` (epoch seconds, float)             ``ts``
-``id`` (LiteLLM's call id; a LiteLLM response-   ``request_id``
-cache hit gets ``<id>_cache_hit<time>``)
-``model``, else ``model_group``, else            ``model``
-``hidden_params.litellm_model_name``
-``custom_llm_provider``                          ``provider``
-``metadata.user_api_key_team_alias``, else       ``tenant``
-``…_team_id``, else ``metadata.team_alias`` /
-``team_id``
-``metadata.usage_object``, else                  ``usage`` (see below)
-``hidden_params.usage_object``, else
-``response.usage``, else top-level
-``prompt_tokens``/``completion_tokens``
-``metadata.requester_metadata.llm_savings`` or   ``tokens_before``,
-``metadata.spend_logs_metadata.llm_savings``     ``tokens_after``, ``count_method``,
-(an object the gateway puts in the request's     ``would_have_saved``,
-``metadata``)                                    ``components``
-``cache_hit: true`` (LiteLLM's own response      no ``usage``, the flag
-cache answered)                                  ``response_cache_hit``: the provider
-                                                 was not called, nothing billed
-===============================================  ===============================
-
-Usage: LiteLLM converts every provider to one OpenAI-chat convention in
-which ``prompt_tokens`` holds *all* input tokens: for Anthropic and Bedrock
-it adds cache reads and cache writes to the provider's ``input_tokens``
-(``AnthropicConfig.calculate_usage``, ``AmazonConverseConfig``), and reports
-``prompt_tokens_details.cached_tokens`` (= ``cache_read_input_tokens``) and
-``prompt_tokens_details.cache_creation_tokens`` (= ``cache_creation_input_tokens``),
-with ``cache_creation_token_details.ephemeral_5m/1h_input_tokens``. So
-fresh input = prompt − cached − written. We emit the disjoint tiers as an
-Anthropic-shaped block (the one native shape whose fields are disjoint and
-carry the 5m/1h split), which ``exporter.engine.usage`` normalises without any
-double counting. A block in another shape (a Responses-API or native
-Anthropic block found in ``response.usage``) is passed through unchanged for
-``exporter.engine.usage`` to detect. Contradictory numbers (cached + written >
-prompt, top-level and detail counts that disagree) raise ``FormatError``
-with reason ``inconsistent_usage``: the line is rejected and counted.
+Why the usage is rewritten: LiteLLM's chat convention puts *all* input
+tokens in ``prompt_tokens`` (for Anthropic and Bedrock it adds cache reads and
+writes to the provider's ``input_tokens``), so fresh input = prompt − cached −
+written. We emit the disjoint tiers as an Anthropic-shaped block (the one
+native shape whose fields are disjoint and carry the 5m/1h split), which
+``exporter.engine.usage`` normalises without any double counting; a block in
+another native shape is passed through for ``exporter.engine.usage`` to
+detect. Contradictory numbers raise ``FormatError`` with reason
+``inconsistent_usage``: the line is rejected and counted, never clipped.
 Cache writes with a TTL other than 5m/1h (LiteLLM knows 30m and 12h) are
 counted as 1h writes, the longer-TTL tier we price.
-
-Failed calls (``status: failure``) are records like any other: they have a
-``ts`` and a ``model``; their usage is usually zero.
 
 No prompt text is read: ``messages`` and the response's content are ignored.
 """
@@ -61,7 +29,7 @@ from typing import Any
 from exporter.engine.usage import UsageError, count_value
 from exporter.sources.formats.errors import FormatError
 
-SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components")
+SAVINGS_KEYS = ("tokens_before", "tokens_after", "count_method", "would_have_saved", "components", "optimizer")
 _TENANT_KEYS = ("user_api_key_team_alias", "user_api_key_team_id", "team_alias", "team_id")
 _DETECT_KEYS = ("call_type", "custom_llm_provider", "hidden_params", "model_map_information",
                 "response_cost")

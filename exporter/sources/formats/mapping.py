@@ -1,30 +1,19 @@
-"""A user-written field mapping (YAML) from any JSON log line to record v1.
+"""A user-written field mapping (YAML, ``schema: llm-savings-mapping/v1``) from any JSON log line to record v1.
 
-For gateways whose logs carry the needed facts under their own names::
+The format — fields, entries (``{path}``, ``{path, default}``, ``{value}``, the
+``field: path`` shorthand), the path syntax (``choices[0].usage``,
+``attrs["gen_ai.usage.input_tokens"]``) and what is refused at load — is
+documented in docs/integrations.md ("Any gateway, by a YAML field mapping");
+examples/mapping.yaml is a complete one.
 
-    schema: llm-savings-mapping/v1
-    fields:
-      ts: {path: "timestamp"}
-      request_id: {path: "req.id"}
-      model: {path: "route.model", default: "unknown-model"}
-      tenant: {path: "headers.x-team"}
-      count_method: {value: "tiktoken:o200k_base"}
-      tokens_before: {path: "compression.original_tokens"}
-      tokens_after: {path: "compression.compressed_tokens"}
-      usage: {path: "provider_response.usage"}
-
-Each field is ``{path: P}`` (optionally with ``default: V``, used when the
-path is absent or null), ``{value: V}`` (a constant), or the shorthand
-``field: P`` for ``{path: P}``. A path is dot-separated keys with list
-indexes: ``choices[0].usage``, ``spans[-1].id``; a key holding dots or
-brackets is written quoted: ``attrs["gen_ai.usage.input_tokens"]``.
-
-The file is validated at load (messages name file, line and key, via
-``exporter.yamlpos``) and compiled once; ``Mapping.apply`` is pure and never
-raises: what it cannot find it leaves out, and ``records.parse_object``
-rejects a record that lacks ``ts`` or ``model`` with the usual reasons.
-Values are copied as they are (a string count stays a string and is
-rejected by the record parser), so nothing is silently coerced.
+What this module promises: the file is validated at load (messages name file,
+line and key, via ``exporter.yamlpos``) and compiled once; ``Mapping.apply``
+is pure and never raises: what it cannot find it leaves out, and
+``records.parse_object`` rejects a record that lacks ``ts`` or ``model`` with
+the usual reasons. The ``optimizer.*`` fields (``model``, ``provider``, ``usage``) build the
+record's ``optimizer`` object (the optimizer's own spend); ``optimizer``
+alone maps a whole object. Values are copied as they are (a string count stays a
+string and is rejected by the record parser), so nothing is silently coerced.
 """
 
 from __future__ import annotations
@@ -43,7 +32,11 @@ COUNT_FIELDS = frozenset({"tokens_before", "tokens_after", "would_have_saved"})
 LABEL_FIELDS = frozenset({"request_id", "model", "provider", "tenant", "count_method"})
 TEXT_FIELDS = frozenset({"text_before", "text_after"})
 LIST_FIELDS = frozenset({"components", "messages_before", "messages_after"})
-FIELDS = frozenset({"ts", "usage", *COUNT_FIELDS, *LABEL_FIELDS, *TEXT_FIELDS, *LIST_FIELDS})
+# the record's ``optimizer`` object, whole or by its keys (``optimizer.model`` -> optimizer["model"])
+OPTIMIZER_LABELS = frozenset({"optimizer.model", "optimizer.provider"})
+OBJECT_FIELDS = frozenset({"usage", "optimizer", "optimizer.usage"})
+FIELDS = frozenset({"ts", *OBJECT_FIELDS, *COUNT_FIELDS, *LABEL_FIELDS, *OPTIMIZER_LABELS, *TEXT_FIELDS,
+                    *LIST_FIELDS})
 _ENTRY_KEYS = frozenset({"path", "value", "default"})
 
 Segment = str | int
@@ -159,17 +152,24 @@ class Mapping:
         if not isinstance(obj, dict):
             return obj
         out: dict[str, Any] = {"source_dialect": "mapping"}
+        parts: dict[str, Any] = {}
         for f in self._fields:
             if f.has_value:
-                out[f.name] = f.value
-                continue
-            assert f.path is not None
-            found = resolve(obj, f.path)
-            if found is _MISSING or found is None:
-                if f.has_default:
-                    out[f.name] = f.default
-                continue
-            out[f.name] = found
+                found = f.value
+            else:
+                assert f.path is not None
+                found = resolve(obj, f.path)
+                if found is _MISSING or found is None:
+                    if not f.has_default:
+                        continue
+                    found = f.default
+            if f.name.startswith("optimizer."):
+                parts[f.name[len("optimizer."):]] = found
+            else:
+                out[f.name] = found
+        if parts:  # beside a whole optimizer object the keys win; the input's own object is not changed
+            whole = out.get("optimizer")
+            out["optimizer"] = {**whole, **parts} if isinstance(whole, dict) else parts
         return out
 
 
@@ -179,14 +179,14 @@ def _check_constant(doc: Located, where: tuple[str | int, ...], name: str, value
     if name in COUNT_FIELDS:
         ok = type(value) is int and value >= 0
         expected = "a non-negative integer"
-    elif name in LABEL_FIELDS or name in TEXT_FIELDS:
+    elif name in LABEL_FIELDS or name in OPTIMIZER_LABELS or name in TEXT_FIELDS:
         ok = isinstance(value, str) and (bool(value) or name in TEXT_FIELDS)
         expected = "a non-empty string" if name not in TEXT_FIELDS else "a string"
     elif name == "ts":
         ok = (isinstance(value, str) and bool(value)) or (
             isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
         expected = "an RFC 3339 string or epoch number"
-    elif name == "usage":
+    elif name in OBJECT_FIELDS:
         ok = isinstance(value, dict)
         expected = "an object"
     else:

@@ -52,6 +52,13 @@ S_METHOD = "llm_savings.count_method"
 S_REQUEST_ID = "llm_savings.request_id"
 S_TENANT = "llm_savings.tenant"
 SAVINGS_COUNT_KEYS = (S_BEFORE, S_AFTER, S_WOULD)
+# The optimizer's own model calls on this request (net savings): its model and usage, input
+# tokens including cache reads, as an OpenAI-chat block.
+S_OPT_MODEL = "llm_savings.optimizer.model"
+S_OPT_PROVIDER = "llm_savings.optimizer.provider"
+S_OPT_INPUT = "llm_savings.optimizer.input_tokens"
+S_OPT_OUTPUT = "llm_savings.optimizer.output_tokens"
+S_OPT_CACHE_READ = "llm_savings.optimizer.cache_read_tokens"
 
 DEFAULT_TENANT_ATTRIBUTES = (S_TENANT, "tenant.id")
 

@@ -33,6 +33,9 @@ Fields:
 - ``ts``: span end time in epoch seconds (start time when end is 0; absent when both are).
 - ``tokens_before``, ``tokens_after``, ``would_have_saved``, ``count_method``:
   the ``llm_savings.*`` attributes, on any span.
+- ``optimizer`` (the optimizer's own spend): ``llm_savings.optimizer.model``
+  (and ``.provider``) with ``.input_tokens`` (cache reads included),
+  ``.cache_read_tokens`` and ``.output_tokens``, on the same span.
 - ``source_dialect``: the dialect's name (``llm_savings`` when none claims the span).
 
 Ignored (counted, not rejected): spans with no model and no usage/savings
@@ -65,6 +68,11 @@ from exporter.sources.otlp.attributes import (
     S_AFTER,
     S_BEFORE,
     S_METHOD,
+    S_OPT_CACHE_READ,
+    S_OPT_INPUT,
+    S_OPT_MODEL,
+    S_OPT_OUTPUT,
+    S_OPT_PROVIDER,
     S_REQUEST_ID,
     S_WOULD,
     BadValue,
@@ -287,11 +295,29 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
             method = read_string(attrs, S_METHOD)
             if method is not None:
                 record["count_method"] = method
+        if S_OPT_MODEL in attrs or S_OPT_INPUT in attrs or S_OPT_OUTPUT in attrs:
+            record["optimizer"] = _optimizer(attrs)
         record["source_dialect"] = dialect.name
         return Mapped(record)
     except BadValue as bad:
         end_ns = span.end_ns or span.start_ns
         return Rejected(bad.reason, bad.detail, end_ns / 1e9 if end_ns > 0 else None)
+
+
+def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's ``optimizer`` block from ``llm_savings.optimizer.*`` (a missing model is the record
+    parser's ``invalid_field``, as for a canonical line)."""
+    details = {"cached_tokens": read_count(attrs, S_OPT_CACHE_READ) or 0}
+    block: dict[str, Any] = {"usage": {"prompt_tokens": read_count(attrs, S_OPT_INPUT) or 0,
+                                       "completion_tokens": read_count(attrs, S_OPT_OUTPUT) or 0,
+                                       "prompt_tokens_details": details}}
+    model = read_string(attrs, S_OPT_MODEL)
+    if model is not None:
+        block["model"] = model
+    provider = read_string(attrs, S_OPT_PROVIDER)
+    if provider is not None:
+        block["provider"] = normalise_provider(provider)
+    return block
 
 
 def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) -> BatchResult:

@@ -194,3 +194,81 @@ affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+topologySpreadConstraints of one of the chart's workloads, from (list context component):
+an item without labelSelector selects the workload's own pods.
+*/}}
+{{- define "llm-savings-exporter.topologySpread" -}}
+{{- $ctx := index . 0 }}
+{{- $selector := merge (include "llm-savings-exporter.selectorLabels" $ctx | fromYaml) (dict "app.kubernetes.io/component" (index . 1)) }}
+{{- $items := list }}
+{{- range $ctx.Values.topologySpreadConstraints }}
+{{- $item := deepCopy . }}
+{{- if not (hasKey $item "labelSelector") }}
+{{- $_ := set $item "labelSelector" (dict "matchLabels" $selector) }}
+{{- end }}
+{{- $items = append $items $item }}
+{{- end }}
+{{- with $items }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+updateStrategy for (list context workloadKind): the StatefulSet takes RollingUpdate
+(with partition) or OnDelete, the Deployment RollingUpdate (maxSurge, maxUnavailable)
+or Recreate; anything else is refused here, naming the value.
+*/}}
+{{- define "llm-savings-exporter.updateStrategy" -}}
+{{- $ctx := index . 0 }}
+{{- $kind := index . 1 }}
+{{- $strategy := $ctx.Values.updateStrategy }}
+{{- $allowed := ternary (list "RollingUpdate" "OnDelete") (list "RollingUpdate" "Recreate") (eq $kind "StatefulSet") }}
+{{- if and $strategy.type (not (has $strategy.type $allowed)) }}
+{{- fail (printf "updateStrategy.type %s does not apply to the %s the chart renders (use %s)" $strategy.type $kind (join " or " $allowed)) }}
+{{- end }}
+{{- $rolling := default (dict) $strategy.rollingUpdate }}
+{{- $fields := ternary (list "partition" "maxUnavailable") (list "maxSurge" "maxUnavailable") (eq $kind "StatefulSet") }}
+{{- range $key, $_ := $rolling }}
+{{- if not (has $key $fields) }}
+{{- fail (printf "updateStrategy.rollingUpdate.%s does not apply to the %s the chart renders (it takes %s)" $key $kind (join ", " $fields)) }}
+{{- end }}
+{{- end }}
+{{- if and $rolling (ne (default "RollingUpdate" $strategy.type) "RollingUpdate") }}
+{{- fail (printf "updateStrategy.rollingUpdate needs updateStrategy.type RollingUpdate, not %s" $strategy.type) }}
+{{- end }}
+{{- with $strategy }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Refuses an object that selects "the chart's own pods" when the chart renders none: in
+sidecar mode without the example gateway the pods are the user's gateway's.
+*/}}
+{{- define "llm-savings-exporter.needsOwnPods" -}}
+{{- if not (include "llm-savings-exporter.hasWorkload" (index . 0)) }}
+{{- fail (printf "%s.enabled applies to the chart's own pods (mode: standalone, or exampleGateway.enabled); in sidecar mode your gateway's chart owns its pods' %s" (index . 1) (index . 2)) }}
+{{- end }}
+{{- end }}
+
+{{/* The component label of the chart's own pods: standalone or example-gateway. */}}
+{{- define "llm-savings-exporter.ownComponent" -}}
+{{- ternary "standalone" "example-gateway" (eq .Values.mode "standalone") }}
+{{- end }}
+
+{{/* Whether standalone replicas > 1 (then spans must arrive by trace id): "true" or "". */}}
+{{- define "llm-savings-exporter.sharded" -}}
+{{- if and (eq .Values.mode "standalone") (gt (int .Values.standalone.replicas) 1) }}
+{{- if not .Values.standalone.traceAffinity }}
+{{- fail "standalone.replicas > 1 needs standalone.traceAffinity: true: each replica has its own dedupe ledger, so spans must reach the replicas by trace id (the OpenTelemetry Collector's loadbalancing exporter, routing_key: traceID, to the headless Service), never round-robin" }}
+{{- end }}true
+{{- end }}
+{{- end }}
+
+{{/* Name of the ConfigMap holding the gRPC bridge's Collector config. */}}
+{{- define "llm-savings-exporter.grpcBridgeConfigMapName" -}}
+{{- include "llm-savings-exporter.suffixedName" (list . "grpc-bridge") }}
+{{- end }}

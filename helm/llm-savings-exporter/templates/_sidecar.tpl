@@ -22,6 +22,9 @@ The log volume is mounted read-only: the exporter only reads the gateway's logs.
     - run
     - --config
     - {{ include "llm-savings-exporter.configPath" . }}
+    {{- range .Values.extraArgs }}
+    - {{ . | quote }}
+    {{- end }}
   env:
     - name: LLM_SAVINGS_LOG_LEVEL
       value: {{ .Values.logLevel | quote }}
@@ -35,6 +38,10 @@ The log volume is mounted read-only: the exporter only reads the gateway's logs.
     {{- with .Values.extraEnv }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- with .Values.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   ports:
     - name: {{ .Values.ports.names.metrics }}
       containerPort: {{ int .Values.ports.metrics }}
@@ -44,16 +51,18 @@ The log volume is mounted read-only: the exporter only reads the gateway's logs.
       containerPort: {{ int .Values.ports.otlp }}
       protocol: TCP
     {{- end }}
+  {{- if .Values.probes.startup.enabled }}
+  startupProbe:
+    {{- include "llm-savings-exporter.probe" (list . "startup" "/healthz") | nindent 4 }}
+  {{- end }}
+  {{- if .Values.probes.liveness.enabled }}
   livenessProbe:
-    httpGet:
-      path: /healthz
-      port: {{ .Values.ports.names.metrics }}
-    {{- toYaml .Values.probes.liveness | nindent 4 }}
+    {{- include "llm-savings-exporter.probe" (list . "liveness" "/healthz") | nindent 4 }}
+  {{- end }}
+  {{- if .Values.probes.readiness.enabled }}
   readinessProbe:
-    httpGet:
-      path: /readyz
-      port: {{ .Values.ports.names.metrics }}
-    {{- toYaml .Values.probes.readiness | nindent 4 }}
+    {{- include "llm-savings-exporter.probe" (list . "readiness" "/readyz") | nindent 4 }}
+  {{- end }}
   {{- with .Values.resources }}
   resources:
     {{- toYaml . | nindent 4 }}
@@ -130,4 +139,33 @@ In standalone mode the state volume comes from the StatefulSet's volumeClaimTemp
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+One probe of the exporter container, from (list context probeName defaultPath): the
+timings of probes.<probeName> as given; exec, tcpSocket or grpc when one is set, else
+httpGet merged over GET defaultPath on the metrics port. Two handlers are refused.
+*/}}
+{{- define "llm-savings-exporter.probe" -}}
+{{- $ctx := index . 0 }}
+{{- $values := index $ctx.Values.probes (index . 1) }}
+{{- $probe := dict }}
+{{- range $key, $value := omit $values "enabled" "httpGet" "exec" "tcpSocket" "grpc" }}
+{{- if not (kindIs "invalid" $value) }}{{ $_ := set $probe $key (int64 $value) }}{{ end }}
+{{- end }}
+{{- $handlers := list }}
+{{- range $name := list "exec" "tcpSocket" "grpc" }}
+{{- if index $values $name }}{{ $handlers = append $handlers $name }}{{ end }}
+{{- end }}
+{{- if or (gt (len $handlers) 1) (and $handlers $values.httpGet) }}
+{{- fail (printf "probes.%s: set one handler (httpGet, exec, tcpSocket or grpc), not %s" (index . 1) (join " and " (ternary (prepend $handlers "httpGet") $handlers (not (empty $values.httpGet))))) }}
+{{- end }}
+{{- if $handlers }}
+{{- $name := first $handlers }}
+{{- $_ := set $probe $name (index $values $name) }}
+{{- else }}
+{{- $default := dict "path" (index . 2) "port" $ctx.Values.ports.names.metrics }}
+{{- $_ := set $probe "httpGet" (merge (deepCopy (default (dict) $values.httpGet)) $default) }}
+{{- end }}
+{{- toYaml $probe }}
 {{- end }}
