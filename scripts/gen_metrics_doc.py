@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from exporter.catalog import CATALOG, MetricSpec  # noqa: E402
+from exporter.exposition.collector import STANDARD_PROCESS_FAMILIES  # noqa: E402
 
 OUT = ROOT / "docs" / "metrics.md"
 RULES = ROOT / "rules"
@@ -79,6 +80,19 @@ def render() -> str:
     for group, title in GROUP_TITLES.items():
         specs = [spec for spec in CATALOG if spec.group == group]
         lines += [f"## {title}", "", *metric_rows(specs), ""]
+    lines += [
+        "## Process metrics",
+        "",
+        "`llm-savings-exporter run` (and `demo`) also serve the standard `process_*` families "
+        "every Prometheus exporter has, collected by prometheus_client's `ProcessCollector` "
+        "(Linux `/proc`; none where it is missing) and written in both formats like the rest. "
+        "They carry no labels and are not prefixed `llm_savings_`.",
+        "",
+        "| metric | type | meaning |",
+        "|---|---|---|",
+        *(f"| `{name}` | {kind} | {meaning} |" for name, kind, meaning in STANDARD_PROCESS_FAMILIES),
+        "",
+    ]
     rules = load_rules()
     lines += [
         "## Recording rules",

@@ -258,6 +258,48 @@ VERSIONS: list[tuple[str, str, dict[str, Rates]]] = [
 ]
 
 
+# ---------------------------------------------------------------------------
+# Model-level `tokenizer` keys: models that tokenize text alike share one, so
+# `calibrate` measures one billed-token factor per key, never pooling models
+# whose counts differ. Only what is known is keyed; a model without a key is
+# calibrated on its own. OpenAI: tiktoken's model table (every model here maps
+# to o200k_base). Anthropic publishes no tokenizer: the keys below are the
+# groupings this table assumes, haiku apart from sonnet/opus (their counts of
+# the same text differ) and each newer line apart until measured alike; first
+# prefix wins. Gemini 2.x share one SentencePiece vocabulary; Gemini 3 is kept
+# apart. DeepSeek's chat and reasoner are one model (V3.2). Amazon Nova and
+# Mistral: unknown, no key.
+
+ANTHROPIC_TOKENIZERS: tuple[tuple[str, str], ...] = (
+    ("claude-opus-4-7", "anthropic-claude-opus-4-7"),
+    ("claude-haiku-4", "anthropic-claude-4-haiku"),
+    ("claude-opus-4", "anthropic-claude-4"),
+    ("claude-sonnet-4", "anthropic-claude-4"),
+    ("claude-3-5-haiku", "anthropic-claude-3-haiku"),
+    ("claude-3-haiku", "anthropic-claude-3-haiku"),
+    ("claude-3", "anthropic-claude-3"),
+)
+
+
+def tokenizer_of(model: Model) -> str | None:
+    """The `tokenizer` key of a catalogue entry, or None when it is not known."""
+    if model.provider == "openai":
+        return "o200k_base"
+    if model.family == "anthropic":
+        name = model.name.partition("anthropic.")[2] or model.name  # Bedrock ids: [geo.]anthropic.<model>
+        for prefix, key in ANTHROPIC_TOKENIZERS:
+            if name.startswith(prefix):
+                return key
+        raise ValueError(f"{model.name}: no tokenizer key rule matches this Anthropic model")
+    if model.name.startswith("gemini-2"):
+        return "gemini-2"
+    if model.name.startswith("gemini-3"):
+        return "gemini-3"
+    if model.provider == "deepseek":
+        return "deepseek-v3"
+    return None
+
+
 def _fmt(value: float) -> str:
     return repr(float(value))
 
@@ -271,6 +313,9 @@ def _model_lines(model: Model, rates: Rates, aliases: list[str]) -> list[str]:
     lines.append(f"        provider: {model.provider}")
     lines.append(f"        source: \"{model.source}\"")
     lines.append(f"        retrieved: \"{RETRIEVED}\"")
+    tokenizer = tokenizer_of(model)
+    if tokenizer is not None:
+        lines.append(f"        tokenizer: {tokenizer}")
     if aliases:
         lines.append("        aliases: [" + ", ".join(json.dumps(a) for a in aliases) + "]")
     for key in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h"):
@@ -313,6 +358,11 @@ HEADER = f"""\
 #     anthropic:
 #       billed_token_factor:
 #         "tiktoken:o200k_base": 1.15   # an estimate, replace by calibrate's figure
+#
+# `tokenizer` (per model): models that tokenize text alike share a key, and
+# `calibrate` measures one factor per key. OpenAI's are tiktoken's names; the
+# Anthropic, Gemini and DeepSeek keys are groupings (no public tokenizer):
+# haiku is kept apart from sonnet/opus. Models without a key are calibrated alone.
 """
 
 FAMILIES = """\

@@ -7,7 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+MODE=${1:-}
+# One line per step on stderr for `make demo` (the first run takes about 45 s); quiet with --test (CI).
+say() {
+  if [ "$MODE" != "--test" ]; then echo "setup: $*" >&2; fi
+}
 if [ ! -x .venv/bin/python ]; then
+  say "creating the virtualenv .venv ($("$PY" --version 2>&1))"
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
@@ -18,7 +24,7 @@ pip_install() {
     exit 1
   fi
 }
-if [ "${1:-}" = "--test" ]; then
+if [ "$MODE" = "--test" ]; then
   pip_install -e '.[dev]'
   need=()
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
@@ -42,5 +48,11 @@ if [ "${1:-}" = "--test" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
 else
+  if [ -x .venv/bin/llm-savings-exporter ]; then
+    say "checking llm-savings-exporter in .venv is up to date (pip install -e .)"
+  else
+    say "installing llm-savings-exporter and its dependencies into .venv (pip, about 45 s the first time)"
+  fi
   pip_install -e .
+  say "ready: .venv/bin/llm-savings-exporter"
 fi

@@ -1,9 +1,9 @@
-"""`prices validate|show|import-litellm`: inspect and produce price tables.
+"""`prices list|validate|show|import-litellm`: inspect and produce price tables.
 
 Thin I/O around ``exporter.prices.table`` (loader), ``exporter.prices.explain``
-(where every rate ``show`` prints came from: the table, a family multiplier, or
-the input rate when nothing else is listed) and ``exporter.prices.importers.litellm``
-(conversion).
+(every model ``list`` prints, what ``validate`` reports, and where every rate
+``show`` prints came from: the table, a family multiplier, or the input rate
+when nothing else is listed) and ``exporter.prices.importers.litellm`` (conversion).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
-from exporter.prices.explain import explain
+from exporter.prices.explain import describe_table, explain, list_models
 from exporter.prices.importers.litellm import LiteLLMImportError, convert
 from exporter.prices.table import BUNDLED_PRICES, PriceTableError, load_price_table, parse_price_table
+from exporter.sidecar.config import ConfigError, load_config
 
 
 def register(subparsers: Any) -> None:
@@ -32,8 +33,18 @@ def register(subparsers: Any) -> None:
     )
     sub = parser.add_subparsers(dest="prices_command", metavar="SUBCOMMAND")
 
-    validate = sub.add_parser("validate", help="check a price table; exit 1 naming file, line, key")
-    validate.add_argument("file", metavar="FILE", help="price table YAML")
+    listing = sub.add_parser("list", help="every model of a table: provider, family, versions, rates, aliases")
+    listing.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
+    listing.add_argument("--at", metavar="TS",
+                         help="only the version in force at this RFC 3339 time or epoch (default: every "
+                              "model of any version, at the rates of the newest version listing it)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    validate = sub.add_parser("validate", help="check a price table (default: the bundled one, or the "
+                                               "config's); exit 1 naming file, line, key")
+    validate.add_argument("file", metavar="FILE", nargs="?", help="price table YAML (default: the bundled table)")
+    validate.add_argument("--config", metavar="FILE", help="check the table this sidecar config names")
+    validate.add_argument("--json", action="store_true", help="print JSON")
 
     show = sub.add_parser("show", help="a model's rates at a time, and where each came from")
     show.add_argument("model", metavar="MODEL",
@@ -71,20 +82,94 @@ def run(args: argparse.Namespace) -> int:
 # validate
 
 
+def _validate_target(args: argparse.Namespace) -> tuple[Path, str] | str:
+    """The table to check and how it was chosen, or an error message."""
+    if args.file and args.config:
+        return "give a FILE or --config, not both"
+    if args.file:
+        return Path(args.file), "given"
+    if args.config:
+        try:
+            config = load_config(args.config)
+        except ConfigError as exc:
+            return f"--config: {exc}"
+        if config.prices is None:
+            return BUNDLED_PRICES, f"the bundled table (named by {config.origin}: no prices key)"
+        return Path(config.prices), f"named by {config.origin}"
+    return BUNDLED_PRICES, "the bundled table"
+
+
 def run_validate(args: argparse.Namespace) -> int:
+    target = _validate_target(args)
+    if isinstance(target, str):
+        print(f"prices validate: {target}", file=sys.stderr)
+        return 2
+    path, chosen = target
     try:
-        table = load_price_table(args.file)
+        table = load_price_table(path)
     except PriceTableError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    newest = table.newest
-    aliases = len(newest.aliases)
-    print(
-        f"{args.file}: ok: {len(table.versions)} version(s) "
-        f"({table.versions[0].version} .. {newest.version}), "
-        f"newest has {len(newest.models)} models "
-        f"and {aliases} aliases, sha256 {table.sha256[:12]}"
-    )
+    info = describe_table(table)
+    if args.json:
+        print(json.dumps({"ok": True, "chosen": chosen, **info}, indent=2))
+        return 0
+    versions = info["versions"]
+    print(f"{table.path}: ok ({chosen})")
+    print(f"  sha256     {table.sha256}")
+    print(f"  versions   {len(versions)}")
+    for v in versions:
+        print(f"             {v['version']:<12} from {v['effective_from']}, {v['models']} models")
+    print(f"  models     {info['models']} in the newest version, {info['aliases']} aliases "
+          f"({info['model_entries']} model entries over all versions)")
+    missing = info["without_tokenizer"]
+    print(f"  tokenizer  {info['tokenizer_keys']} of {info['models']} models have a tokenizer key"
+          + (f"; without: {', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}" if missing else ""))
+    for warning in info["warnings"]:
+        print(f"  warning    {warning}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# list
+
+
+def _rate(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    path = Path(args.prices) if args.prices else BUNDLED_PRICES
+    try:
+        table = load_price_table(path)
+    except PriceTableError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    try:
+        at = None if args.at is None else _parse_at(args.at)
+    except ValueError:
+        print(f"--at: expected an RFC 3339 time or epoch seconds, got {args.at!r}", file=sys.stderr)
+        return 2
+    rows = list_models(table, at)
+    if args.json:
+        print(json.dumps({"table": table.path, "sha256": table.sha256,
+                          "versions": [v.version for v in table.versions], "models": rows}, indent=2))
+        return 0
+    scope = "every version" if at is None else f"the version in force at {args.at}"
+    print(f"{table.path} sha256 {table.sha256[:12]}: {len(rows)} models ({scope}); USD per million tokens")
+    width = max([len(row["model"]) for row in rows] + [5])
+    print(f"{'model':<{width}}  {'provider/family':<20} {'versions':<40} {'input':>8} {'output':>8} "
+          f"{'cache_rd':>8} {'write5m':>8} {'write1h':>8} {'aliases':>7}  tokenizer")
+    for row in rows:
+        names = row["versions"]
+        versions = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]} ({len(names)})"
+        if row["rate_changes"]:
+            versions += f" {row['rate_changes']}x new rates"
+        owner = f"{row['provider'] or '-'}/{row['family'] or '-'}"
+        r = row["rates"]
+        print(f"{row['model']:<{width}}  {owner:<20} {versions:<40} {_rate(r['input']):>8} {_rate(r['output']):>8} "
+              f"{_rate(r['cache_read']):>8} {_rate(r['cache_write_5m']):>8} {_rate(r['cache_write_1h']):>8} "
+              f"{row['aliases']:>7}  {row['tokenizer'] or '-'}")
     return 0
 
 
@@ -194,6 +279,7 @@ def run_import_litellm(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "list": run_list,
     "validate": run_validate,
     "show": run_show,
     "import-litellm": run_import_litellm,

@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from prometheus_client import ProcessCollector
+
 from exporter.demo.simulator import Simulator
 from exporter.demo.writer import LOG_NAME
 from exporter.engine.aggregate import (
@@ -200,19 +202,36 @@ def render_screen(s: Summary, metrics_url: str, log_path: Path, lines_per_s: flo
     return "\n".join(lines)
 
 
-def render_line(s: Summary) -> str:
-    """One plain line per refresh when stdout is not a terminal."""
-    methods = ",".join(f"{m}={int(t)}" for m, (t, _) in sorted(s.by_method.items()))
-    return (
-        f"{datetime.now(UTC).strftime('%H:%M:%SZ')} month={s.month} requests={s.requests}"
-        f" tokens_saved={s.tokens_saved} usd_saved={s.usd_saved:.4f}"
-        f" would_have_saved={s.would_tokens} would_have_saved_usd={s.would_usd:.4f}"
-        f" spend_usd={s.spend:.4f} cache_read_savings_usd={s.cache_read_savings:.4f}"
-        f" cache_write_premium_usd={s.cache_write_premium:.4f}"
-        f" cache_hit_rate={s.cache_hit_rate:.3f}"
-        f" duplicates={s.duplicates} rejected={sum(s.rejected.values())} unpriced={s.unpriced}"
-        f" methods={methods or '-'}"
-    )
+def short_count(n: int) -> str:
+    """A token count for a one-line summary: 999, 12.3k, 1.2M, 3.4B (the unit chosen after rounding)."""
+    if n < 1000:
+        return str(n)
+    for divisor, suffix in ((1e3, "k"), (1e6, "M")):
+        if round(n / divisor, 1) < 1000:
+            return f"{n / divisor:.1f}{suffix}"
+    return f"{n / 1e9:.1f}B"
+
+
+def render_line(s: Summary, now: datetime | None = None) -> str:
+    """One short line per refresh when stdout is not a terminal (a pipe, a log file).
+
+    ``saved`` is the proxy's saving; its percentage is of what the month's priced
+    requests would have cost without it (spend + saved). ``cache`` is the provider's
+    net cache saving, kept apart. Shadow savings, rejects and unpriced requests are
+    appended only when there are some.
+    """
+    moment = (now or datetime.now(UTC)).strftime("%H:%M:%SZ")
+    bill = s.spend + s.usd_saved
+    share = f", {s.usd_saved / bill:.1%} off the bill" if bill > 0 else ""
+    line = (f"{moment} {s.month} requests {s.requests:,} · saved {short_count(s.tokens_saved)} tok "
+            f"({_usd(s.usd_saved)}{share}) · spend {_usd(s.spend)} · "
+            f"cache {_usd(s.cache_read_savings - s.cache_write_premium)}")
+    if s.would_tokens:
+        line += f" · shadow {short_count(s.would_tokens)} tok"
+    rejected = sum(s.rejected.values())
+    if rejected or s.unpriced:
+        line += f" · {rejected:,} rejected, {s.unpriced:,} unpriced"
+    return line
 
 
 # --- the command ----------------------------------------------------------------------
@@ -269,7 +288,7 @@ def run_demo(
                 config = config_from_dict(
                     demo_config(directory, options.host, options.port), origin="demo"
                 )
-                sidecar = Sidecar(config)
+                sidecar = Sidecar(config, process_collector=ProcessCollector(registry=None))
             except ConfigError as exc:
                 raise DemoError(str(exc)) from exc
             except OSError as exc:
@@ -364,5 +383,6 @@ __all__ = [
     "render_line",
     "render_screen",
     "run_demo",
+    "short_count",
     "summarise",
 ]

@@ -1,10 +1,99 @@
-"""Keeping CPython's garbage collector from pausing ingestion: a full collection stops every thread."""
+"""What runs beside the catalog's render: the process_* families, and keeping the GC from pausing ingestion.
+
+* ``ProcessFamilies``: the standard ``process_*`` families every Prometheus
+  exporter serves (CPU seconds, resident and virtual memory, open and maximum
+  file descriptors, start time), collected by prometheus_client's
+  ``ProcessCollector`` (passed in, never registered in a global registry) and
+  written by this package's own writer, in the text format and in OpenMetrics.
+  Their names are prometheus_client's, not the catalog's: they are the same in
+  every exporter, and the catalog only holds ``llm_savings_*``.
+* ``freeze_long_lived`` and ``cold_render_gc``: a full collection stops every thread.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from exporter.exposition.render import UnknownMetric, escape, format_value
+
+log = logging.getLogger(__name__)
+# The metric types the writer below knows; ProcessCollector yields only these.
+PROCESS_TYPES = ("counter", "gauge")
+# What prometheus_client's ProcessCollector serves on Linux, as scraped (counters with _total), for
+# docs/metrics.md; a test checks it against a real collection. (Without /proc it serves none.)
+STANDARD_PROCESS_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    ("process_cpu_seconds_total", "counter", "user and system CPU time of the sidecar process"),
+    ("process_resident_memory_bytes", "gauge", "resident memory (RSS)"),
+    ("process_virtual_memory_bytes", "gauge", "virtual memory size"),
+    ("process_open_fds", "gauge", "open file descriptors"),
+    ("process_max_fds", "gauge", "the open-file limit (RLIMIT_NOFILE)"),
+    ("process_start_time_seconds", "gauge", "start time, seconds since the epoch"),
+)
+
+
+def _help(text: str, openmetrics: bool) -> str:
+    text = text.replace("\\", "\\\\").replace("\n", "\\n")
+    return text.replace('"', '\\"') if openmetrics else text
+
+
+def render_families(families: Iterable[Metric], openmetrics: bool) -> str:
+    """Exposition text of prometheus_client metric families (counters and gauges).
+
+    The text format names a counter family by its ``_total`` sample, as
+    prometheus_client's own text writer does; OpenMetrics names the family
+    without it and adds ``# UNIT`` when the family has one. A family of another
+    type, or a sample that does not belong to its family, raises ``UnknownMetric``.
+    """
+    out: list[str] = []
+    for family in families:
+        if family.type not in PROCESS_TYPES:
+            raise UnknownMetric(f"{family.name}: type {family.type!r} is not one of {PROCESS_TYPES}")
+        name = family.name + "_total" if family.type == "counter" and not openmetrics else family.name
+        out.append(f"# HELP {name} {_help(family.documentation, openmetrics)}\n# TYPE {name} {family.type}\n")
+        if openmetrics and family.unit:
+            out.append(f"# UNIT {name} {family.unit}\n")
+        allowed = {family.name + "_total"} if family.type == "counter" else {family.name}
+        for sample in family.samples:
+            if sample.name not in allowed:
+                raise UnknownMetric(f"{family.name}: sample {sample.name!r} is not one of {sorted(allowed)}")
+            labels = ",".join(f'{key}="{escape(value)}"' for key, value in sorted(sample.labels.items()))
+            out.append(f"{sample.name}{{{labels}}} {format_value(float(sample.value))}\n" if labels
+                       else f"{sample.name} {format_value(float(sample.value))}\n")
+    return "".join(out)
+
+
+class ProcessFamilies:
+    """The ``process_*`` families of one collector, rendered at each scrape (a few reads of /proc).
+
+    ``render`` never raises for the scrape's sake: if the collector cannot read
+    its files the families are simply absent, as prometheus_client does; a family
+    the writer cannot write is refused at start-up by ``check``, and one that fails
+    later is left out of the scrape (logged once) while the catalog's families are served.
+    """
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+        self._failed = False  # logged once, not at every scrape
+
+    def check(self) -> None:
+        """Render once in both formats; ``UnknownMetric`` if a family cannot be written."""
+        render_families(self.collector.collect(), False)
+        render_families(self.collector.collect(), True)
+
+    def render(self, openmetrics: bool) -> str:
+        try:
+            return render_families(self.collector.collect(), openmetrics)
+        except (UnknownMetric, OSError, ValueError) as exc:  # a scrape still serves the catalog's families
+            if not self._failed:
+                log.warning("process metrics left out of /metrics: %s", exc)
+            self._failed = True
+            return ""
 
 
 def freeze_long_lived() -> None:
@@ -51,4 +140,5 @@ def cold_render_gc(cold: bool) -> Iterator[None]:
             gc.enable()
 
 
-__all__ = ["cold_render_gc", "freeze_long_lived"]
+__all__ = ["PROCESS_TYPES", "STANDARD_PROCESS_FAMILIES", "ProcessFamilies", "cold_render_gc", "freeze_long_lived",
+           "render_families"]

@@ -367,11 +367,13 @@ class Exposition:
         return self.render_series(self.series_of(frame, health), openmetrics)
 
     def render_series(self, families: Iterable[tuple[_Family, Iterable[tuple[Labels, float | int]]]],
-                      openmetrics: bool = False) -> bytes:
-        """The exposition text of ``series_of``'s families."""
+                      openmetrics: bool = False, extra: Iterable[str] = ()) -> bytes:
+        """The exposition text of ``series_of``'s families, then ``extra`` (families written elsewhere:
+        the process_* ones of ``exporter.exposition.collector``), then OpenMetrics' ``# EOF``."""
         out: list[str] = []
         for family, series in families:
             family.render(series, out, openmetrics, self.month_start)
+        out.extend(extra)
         if openmetrics:
             out.append("# EOF\n")
         return "".join(out).encode("utf-8")

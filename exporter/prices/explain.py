@@ -8,6 +8,7 @@ dollar figure can be traced to one line of the price table.
 from __future__ import annotations
 
 import difflib
+import itertools
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,81 @@ def explain(table: PriceTable, model: str, ts: float, provider: str | None = Non
         "billed_token_factors": dict(priced.factors),
     })
     return result
+
+
+# ---------------------------------------------------------------------------
+# `prices list` and `prices validate`: every model, and what a table holds
+
+
+def _rates(priced: Any) -> dict[str, float]:
+    return {key: getattr(priced, key) for key in RATE_KEYS}
+
+
+def list_models(table: PriceTable, ts: float | None = None) -> list[dict[str, Any]]:
+    """Every model of the table, one row each, as ``prices list`` prints them.
+
+    Without ``ts``: every model of any version, with the rates of the newest version
+    that lists it; with ``ts``: the models of the version in force then, at its rates.
+    ``versions`` names every version that lists the model; ``rate_changes`` counts how
+    often its rates differ from the previous version that lists it.
+    """
+    chosen = table.version_at(ts) if ts is not None else None
+    if ts is not None and chosen is None:
+        return []
+    names: dict[str, None] = {}
+    for version in reversed(table.versions):  # newest first: its order, then names only older versions list
+        if chosen is None or version is chosen:
+            names.update(dict.fromkeys(version.models))
+    rows = []
+    for name in names:
+        listing = [v for v in table.versions if name in v.models]
+        shown = chosen if chosen is not None else listing[-1]
+        priced = shown.models[name]
+        history = [_rates(v.models[name]) for v in listing]
+        rows.append({
+            "model": name,
+            "provider": shown.model_meta.get(name, {}).get("provider"),
+            "family": priced.family,
+            "tokenizer": shown.tokenizer(name),
+            "version": shown.version,
+            "versions": [v.version for v in listing],
+            "rate_changes": sum(1 for a, b in itertools.pairwise(history) if a != b),
+            "rates": _rates(priced),
+            "aliases": sum(1 for target in shown.aliases.values() if target == name),
+        })
+    return rows
+
+
+def tokenizer_warnings(table: PriceTable) -> list[str]:
+    """Families whose billed_token_factor covers models of different tokenizer keys (one factor for all)."""
+    warnings = []
+    for version in table.versions:
+        for family_name, family in sorted(version.families.items()):
+            if not family.billed_token_factor:
+                continue
+            keys = sorted({version.tokenizer(m) or f"model:{m}" for m, p in version.models.items()
+                           if p.family == family_name})
+            if len(keys) > 1:
+                warnings.append(
+                    f"version {version.version}: family {family_name!r} has a billed_token_factor but its models "
+                    f"have {len(keys)} tokenizer keys ({', '.join(keys[:4])}{', ...' if len(keys) > 4 else ''}): "
+                    "one factor applies to all of them; calibrate measures one per tokenizer")
+    return warnings
+
+
+def describe_table(table: PriceTable) -> dict[str, Any]:
+    """What ``prices validate`` reports about a table that loaded: path, sha256, versions, models, tokenizers."""
+    newest = table.newest
+    without = sorted(m for m in newest.models if newest.tokenizer(m) is None)
+    return {
+        "path": table.path,
+        "sha256": table.sha256,
+        "versions": [{"version": v.version, "effective_from": v.effective_from_text, "models": len(v.models)}
+                     for v in table.versions],
+        "models": len(newest.models),
+        "aliases": len(newest.aliases),
+        "model_entries": sum(len(v.models) for v in table.versions),
+        "tokenizer_keys": len(newest.models) - len(without),
+        "without_tokenizer": without,
+        "warnings": tokenizer_warnings(table),
+    }

@@ -7,6 +7,10 @@ rate missing from a model falls back to its family's multiplier of the input
 rate, else to the plain input rate (no invented premium); a missing
 cache-read rate falls back to the input rate (no invented discount).
 
+A model may carry a ``tokenizer`` key (optional, a v1 extension): models that
+tokenize text alike share it, and ``calibrate`` measures billed-token factors
+per key; pricing never reads it.
+
 Validation errors name file, line, key and value (``exporter.yamlpos``).
 What the lookup returns, ``PricedModel``, is frozen and hashable: the
 aggregates keep the exact rates they counted with, so a later table never
@@ -94,6 +98,10 @@ class PriceVersion:
             name = qualified if qualified in self.models else self.aliases.get(qualified)
         return None if name is None else self.models[name]
 
+    def tokenizer(self, model: str) -> str | None:
+        """The model-level ``tokenizer`` key (table v1 extension): models that tokenize alike share it."""
+        return self.model_meta.get(model, {}).get("tokenizer")
+
 
 class PriceTable:
     """All versions of one table file, ordered by ``effective_from``."""
@@ -136,7 +144,9 @@ class PriceTable:
 _VERSION_KEYS = {"version", "effective_from", "source", "families", "models"}
 _FAMILY_KEYS = {"cache_write_5m_multiplier", "cache_write_1h_multiplier", "billed_token_factor"}
 _MODEL_RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
-_MODEL_KEYS = {"family", "aliases", "provider", "source", "retrieved", *_MODEL_RATE_KEYS}
+_MODEL_KEYS = {"family", "aliases", "provider", "source", "retrieved", "tokenizer", *_MODEL_RATE_KEYS}
+# A tokenizer key names a tokenizer, not a text: short, no spaces (it keys calibrate's groups).
+_TOKENIZER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,63}")
 
 
 def _number(doc: Located, path: tuple[str | int, ...], value: Any, *, positive: bool = False) -> float:
@@ -158,6 +168,13 @@ def _number(doc: Located, path: tuple[str | int, ...], value: Any, *, positive: 
 def _string(doc: Located, path: tuple[str | int, ...], value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise PriceTableError(str(doc.error(path, f"expected a non-empty string, got {value!r}")))
+    return value
+
+
+def _tokenizer(doc: Located, path: tuple[str | int, ...], value: Any) -> str:
+    if not isinstance(value, str) or not _TOKENIZER.fullmatch(value):
+        raise PriceTableError(str(doc.error(path, f"expected a tokenizer name (letters, digits, . _ : / + -, "
+                                                  f"at most 64 characters), got {value!r}")))
     return value
 
 
@@ -269,7 +286,9 @@ def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
             cache_write_1h=rates["cache_write_1h"],
             factors=family.billed_token_factor,
         )
-        meta[name] = {k: str(entry[k]) for k in ("provider", "source", "retrieved") if k in entry}
+        if "tokenizer" in entry:
+            _tokenizer(doc, (*mpath, "tokenizer"), entry["tokenizer"])
+        meta[name] = {k: str(entry[k]) for k in ("provider", "source", "retrieved", "tokenizer") if k in entry}
         alias_list = entry.get("aliases") or []
         if not isinstance(alias_list, list):
             raise PriceTableError(str(doc.error((*mpath, "aliases"), "expected a list of strings")))

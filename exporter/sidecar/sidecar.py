@@ -16,22 +16,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 from typing import Any
+
+from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter.engine.aggregate import Aggregates
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
-from exporter.exposition.collector import cold_render_gc, freeze_long_lived
+from exporter.exposition.collector import ProcessFamilies, cold_render_gc, freeze_long_lived
 from exporter.exposition.render import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
@@ -44,10 +44,12 @@ from exporter.exposition.server import Endpoints, MetricsServer
 from exporter.prices.table import load_price_table
 from exporter.report.live import landing_page
 from exporter.sidecar.checkpoint import CheckpointError, CheckpointStore, StateDirLock
-from exporter.sidecar.config import ENV_BEARER_TOKEN, Config, parse_listen
+from exporter.sidecar.config import Config, parse_listen
 from exporter.sidecar.health import Health, health_samples, readiness
+from exporter.sidecar.otlp_receiver import make_receiver
 from exporter.sidecar.price_reload import PriceReloader, describe_price_change
 from exporter.sidecar.sources import SourceRunner
+from exporter.sidecar.startup import match_sources, startup_lines
 from exporter.sidecar.state import CHECKPOINT_SCHEMA, restore_state
 from exporter.sources.formats.registry import LazyTextCounter, make_line_decoder
 from exporter.sources.tail import Tailer
@@ -61,9 +63,13 @@ FIRST_PASS_LINES = 2_000  # the first pass after start-up: its checkpoint commit
 
 
 class Sidecar:
+    """One sidecar: clocks and the process collector are passed in (``process_collector``: prometheus_client's
+    ``ProcessCollector(registry=None)`` in ``run``; None serves no process_* families, as the golden tests want)."""
+
     def __init__(self, config: Config, *, wall_clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, process_collector: Collector | None = None) -> None:
         self.config = config
+        self.process = ProcessFamilies(process_collector) if process_collector is not None else None
         self.wall = wall_clock
         self.monotonic = monotonic
         self.health = Health()
@@ -121,37 +127,11 @@ class Sidecar:
         self.server = MetricsServer(host, port, Endpoints(self.metrics, self.readiness, partial(landing_page, self)))
         self.receiver: Any = None
         if config.otlp.enabled:
-            self.receiver = self._make_receiver()
+            self.receiver = make_receiver(config.otlp, self.pipeline)
         self.pusher: Any = None
         self.ready = True
         if loaded:
             log.info("resumed from checkpoint %s", loaded.path.name)
-
-    # --- construction helpers ------------------------------------------------
-    def _make_receiver(self) -> Any:
-        from exporter.sources.otlp.http import OtlpReceiver
-
-        token = os.environ.get(ENV_BEARER_TOKEN)
-        if self.config.otlp.bearer_token_file:
-            token = Path(self.config.otlp.bearer_token_file).read_text(encoding="utf-8").strip()
-        host, port = parse_listen(self.config.otlp.listen)
-
-        def sink(records: list[dict[str, Any]], source: str) -> None:
-            with self.pipeline.lock:
-                for record in records:
-                    self.pipeline.ingest_object(record, source)
-
-        def reject(reason: str, source: str, ts: float | None = None) -> None:
-            with self.pipeline.lock:
-                self.pipeline.reject(reason, source, ts)
-
-        otlp = self.config.otlp
-        return OtlpReceiver(sink, host, port, max_body_bytes=otlp.max_body_bytes,
-                            queue_size=otlp.queue_size, bearer_token=token, reject=reject,
-                            max_inflight_bytes=otlp.max_inflight_bytes,
-                            max_connections=otlp.max_connections,
-                            request_timeout=otlp.request_timeout_seconds,
-                            idle_timeout=otlp.idle_timeout_seconds)
 
     @property
     def port(self) -> int:
@@ -289,6 +269,8 @@ class Sidecar:
     def start(self) -> None:
         with self.pipeline.lock:  # a self-metric the catalog lacks stops the start, never vanishes from /metrics
             check_health_samples(self.health_samples())
+        if self.process is not None:
+            self.process.check()
         freeze_long_lived()  # the restored state, before any thread: full collections never rescan it
         self.server.start()
         if self.receiver is not None:
@@ -301,7 +283,9 @@ class Sidecar:
         thread = threading.Thread(target=self._loop, name="ingest", daemon=True)
         thread.start()
         self._threads.append(thread)
-        log.info("serving /metrics on %s (port %d)", self.config.listen, self.port)
+        for line in startup_lines(self.config, self.prices, match_sources(self.config), self.port,
+                                  None if self.receiver is None else self.receiver.port):
+            log.info("%s", line)  # names, paths, addresses and counts only: never a record's content
 
     def stop(self) -> bool:
         """Stop ingesting, take the final checkpoint, close everything; whether that checkpoint landed.
@@ -368,8 +352,9 @@ class Sidecar:
     def metrics(self, accept: str | None) -> tuple[bytes, str]:
         """One consistent scrape: health and aggregates copied at the same instant, rendered outside the lock."""
         om = wants_openmetrics(accept)
+        extra = () if self.process is None else (self.process.render(om),)  # /proc reads, outside every lock
         with self.series_view() as families:
-            body = self.exposition.render_series(families, om)
+            body = self.exposition.render_series(families, om, extra)
         return body, OPENMETRICS_CONTENT_TYPE if om else TEXT_CONTENT_TYPE
 
     @contextlib.contextmanager

@@ -39,10 +39,135 @@ def ts(text: str) -> float:
 def test_validate_bundled_ok(capsys):
     assert main(["prices", "validate", "exporter/data/prices.yaml"]) == 0
     out = capsys.readouterr().out
-    assert out.count("\n") == 1
     table = load_price_table()
-    expected = f"ok: {len(table.versions)} version(s) ({table.versions[0].version} .. {table.newest.version})"
-    assert expected in out
+    assert out.startswith("exporter/data/prices.yaml: ok (given)\n")
+    assert f"  sha256     {table.sha256}\n" in out
+    assert f"  versions   {len(table.versions)}\n" in out
+    for version in table.versions:
+        assert f"{version.version:<12} from {version.effective_from_text}, {len(version.models)} models" in out
+    assert f"  models     {len(table.newest.models)} in the newest version, {len(table.newest.aliases)} aliases" in out
+    keyed = sum(1 for m in table.newest.models if table.newest.tokenizer(m))
+    assert f"  tokenizer  {keyed} of {len(table.newest.models)} models have a tokenizer key" in out
+    assert "warning" not in out
+
+
+def test_validate_without_a_file_checks_the_bundled_table(capsys):
+    assert main(["prices", "validate", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    table = load_price_table()
+    assert doc["chosen"] == "the bundled table"
+    assert (doc["path"], doc["sha256"]) == (table.path, table.sha256)
+    assert [v["version"] for v in doc["versions"]] == [v.version for v in table.versions]
+    assert doc["models"] == len(table.newest.models)
+    assert "mistral-large-2411" in doc["without_tokenizer"] and "gpt-4o" not in doc["without_tokenizer"]
+
+
+def _config(tmp_path, prices=None):
+    config = tmp_path / "sidecar.yaml"
+    lines = ["schema: llm-savings-config/v1", f"state_dir: {tmp_path / 'state'}"]
+    if prices is not None:
+        lines.append(f"prices: {prices}")
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return config
+
+
+def test_validate_checks_the_table_the_config_names(tmp_path, capsys):
+    table = tmp_path / "house.yaml"
+    table.write_text(_TOKENIZED, encoding="utf-8")
+    config = _config(tmp_path, table)
+    assert main(["prices", "validate", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{table}: ok (named by {config})\n")
+    assert "  tokenizer  1 of 2 models have a tokenizer key; without: plain" in out
+    # a config without `prices` means the bundled table
+    (tmp_path / "bare").mkdir()
+    bare = _config(tmp_path / "bare")
+    assert main(["prices", "validate", "--config", str(bare)]) == 0
+    assert "ok (the bundled table (named by" in capsys.readouterr().out
+
+
+def test_validate_config_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: llm-savings-config/v1\nlisten: nowhere\n", encoding="utf-8")
+    assert main(["prices", "validate", "--config", str(bad)]) == 2
+    assert "prices validate: --config: " in capsys.readouterr().err
+    assert main(["prices", "validate", "x.yaml", "--config", str(bad)]) == 2
+    assert "not both" in capsys.readouterr().err
+    config = _config(tmp_path, tmp_path / "missing.yaml")
+    assert main(["prices", "validate", "--config", str(config)]) == 1
+    assert "cannot read price table" in capsys.readouterr().err
+
+
+_TOKENIZED = """\
+schema: llm-savings-prices/v1
+versions:
+  - version: "v1"
+    effective_from: "2025-01-01T00:00:00Z"
+    families:
+      acme:
+        billed_token_factor: {"tiktoken:o200k_base": 1.2}
+    models:
+      fancy: {family: acme, tokenizer: acme-bpe, input: 1.0, output: 2.0, aliases: [fancy-1, acme/fancy]}
+      plain: {family: acme, input: 0.5, output: 1.0}
+"""
+
+
+def test_validate_warns_when_one_factor_covers_several_tokenizers(tmp_path, capsys):
+    table = tmp_path / "house.yaml"
+    table.write_text(_TOKENIZED, encoding="utf-8")
+    assert main(["prices", "validate", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert ("warning    version v1: family 'acme' has a billed_token_factor but its models have 2 tokenizer "
+            "keys (acme-bpe, model:plain)") in out
+
+
+# ---------------------------------------------------------------------------
+# list
+
+
+def test_list_bundled_every_model_with_its_rates(capsys):
+    assert main(["prices", "list", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    table = load_price_table()
+    names = {name for version in table.versions for name in version.models}
+    assert {row["model"] for row in doc["models"]} == names and len(doc["models"]) == len(names)
+    assert doc["sha256"] == table.sha256
+    for row in doc["models"]:
+        listing = [v for v in table.versions if row["model"] in v.models]
+        newest = listing[-1]
+        priced = newest.models[row["model"]]
+        assert row["versions"] == [v.version for v in listing] and row["version"] == newest.version
+        assert row["rates"] == {k: getattr(priced, k) for k in ("input", "output", "cache_read", "cache_write_5m",
+                                                                 "cache_write_1h")}
+        assert row["aliases"] == sum(1 for t in newest.aliases.values() if t == row["model"])
+        assert row["tokenizer"] == newest.tokenizer(row["model"])
+    by_name = {row["model"]: row for row in doc["models"]}
+    assert by_name["deepseek-chat"]["rate_changes"] == 2  # promotion -> V3 -> V3.2
+    assert by_name["claude-haiku-4-5"]["family"] == "anthropic"
+    assert by_name["claude-haiku-4-5"]["provider"] == "anthropic"
+
+
+def test_list_text_and_at(tmp_path, capsys):
+    table = tmp_path / "house.yaml"
+    table.write_text(_TOKENIZED, encoding="utf-8")
+    assert main(["prices", "list", "--prices", str(table)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{table} sha256 ") and "2 models (every version)" in out[0]
+    assert out[1].split()[:3] == ["model", "provider/family", "versions"]
+    assert out[2].split() == ["fancy", "-/acme", "v1", "1", "2", "1", "1", "1", "2", "acme-bpe"]
+    assert out[3].split() == ["plain", "-/acme", "v1", "0.5", "1", "0.5", "0.5", "0.5", "0", "-"]
+    assert main(["prices", "list", "--prices", str(table), "--at", "2024-06-01T00:00:00Z", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["models"] == []  # before the first version
+    assert main(["prices", "list", "--at", "yesterday"]) == 2
+    assert "--at: expected" in capsys.readouterr().err
+
+
+def test_list_at_shows_the_version_in_force(capsys):
+    assert main(["prices", "list", "--json", "--at", "2025-01-01T00:00:00Z"]) == 0
+    rows = {row["model"]: row for row in json.loads(capsys.readouterr().out)["models"]}
+    assert rows["deepseek-chat"]["version"] == "2024-10-01"
+    assert rows["deepseek-chat"]["rates"]["input"] == 0.14
+    assert "gpt-4o-2024-08-06" not in rows  # only the 2024-01-01 version lists it apart
 
 
 def test_validate_bad_names_file_line_key_value(tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from typing import IO, TypeVar
 
 import pytest
 
-from exporter.demo.demo import demo_config, render_line, render_screen, summarise
+from exporter.demo.demo import demo_config, render_line, render_screen, short_count, summarise
 from exporter.demo.population import UNPRICED_MODEL
 from exporter.demo.simulator import Simulator
 from exporter.demo.writer import LOG_NAME, LogWriter, to_line
@@ -161,7 +162,7 @@ def test_demo_stops_cleanly_on_a_signal(tmp_path: Path, signum: signal.Signals) 
         poll(functools.partial(scrape, url), 20, "the metrics endpoint")
         # plain summary lines (stdout is a pipe), every 2 s
         line = demo.next_line(15)
-        assert line.split()[1].startswith("month=") and " tokens_saved=" in line
+        assert re.fullmatch(r"\d\d:\d\d:\d\dZ \d{4}-\d\d requests [\d,]+ · saved .*\n?", line), line
         demo.proc.send_signal(signum)
         assert demo.proc.wait(30) == 0
     finally:
@@ -256,11 +257,12 @@ def test_screen_and_line_show_the_figures() -> None:
     assert "tiktoken:o200k_base" in screen and version.version in screen
     assert len(screen.splitlines()) <= 40  # one screen
     line = render_line(summary)
-    assert "\n" not in line
-    fields = dict(part.split("=", 1) for part in line.split()[1:])
-    assert int(fields["tokens_saved"]) == summary.tokens_saved
-    assert int(fields["requests"]) == summary.requests
-    assert float(fields["cache_hit_rate"]) == pytest.approx(summary.cache_hit_rate, abs=1e-3)
+    assert "\n" not in line and len(line) <= 160
+    assert f" 2026-11 requests {summary.requests:,} · saved {short_count(summary.tokens_saved)} tok " in line
+    share = summary.usd_saved / (summary.spend + summary.usd_saved)
+    assert f"(${summary.usd_saved:,.2f}, {share:.1%} off the bill) · spend ${summary.spend:,.2f}" in line
+    net_cache = summary.cache_read_savings - summary.cache_write_premium
+    assert f" · cache ${net_cache:,.2f}" in line
 
 
 def _counted(sidecar: Sidecar) -> int:

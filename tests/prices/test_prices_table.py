@@ -440,6 +440,10 @@ BAD = [
         "duplicate key",
     ),
     ("invalid YAML", _with("input: 3.0", "input: [3.0"), None, None, "invalid YAML"),
+    ("tokenizer not a string", _with("input: 3.0", "tokenizer: [a]\n        input: 3.0"), 12,
+     "versions[0].models.m.tokenizer", "expected a tokenizer name"),
+    ("tokenizer with a space", _with("input: 3.0", "tokenizer: claude three\n        input: 3.0"), 12,
+     "versions[0].models.m.tokenizer", "got 'claude three'"),
     ("not a mapping", "- just\n- a list\n", 1, "(top level)", "expected a mapping"),
     ("empty file", "", 1, "(top level)", "expected a mapping"),
 ]
@@ -582,7 +586,8 @@ def test_bundled_models_carry_provider_source_retrieved(bundled):
     for version in bundled.versions:
         for name in version.models:
             meta = version.model_meta[name]
-            assert set(meta) == {"provider", "source", "retrieved"}, (version.version, name)
+            assert {"provider", "source", "retrieved"} <= set(meta) <= {"provider", "source", "retrieved",
+                                                                       "tokenizer"}, (version.version, name)
             assert meta["source"].startswith("https://")
 
 
@@ -680,3 +685,30 @@ def test_bundled_agrees_with_litellm_where_both_list_a_model(bundled):
         if not (m[0].startswith(("mistral", "codestral", "ministral")) and m[1] == "cache_read")
     ]
     assert unexplained == []
+
+
+# ---------------------------------------------------------------------------
+# the model-level tokenizer key (what calibrate groups by)
+
+
+def test_tokenizer_key_is_read_per_model_and_optional():
+    table = parse_price_table(_with("input: 3.0", "tokenizer: acme-bpe/v2\n        input: 3.0") + SECOND, "t.yaml")
+    first, second = table.versions
+    assert first.tokenizer("m") == "acme-bpe/v2" and first.model_meta["m"]["tokenizer"] == "acme-bpe/v2"
+    assert second.tokenizer("n") is None  # a v1 table without the key keeps loading
+    assert first.tokenizer("not-a-model") is None
+
+
+def test_bundled_tokenizer_keys_keep_haiku_apart_from_sonnet(bundled):
+    newest = bundled.newest
+    key = newest.tokenizer
+    assert {key(m) for m in newest.models if newest.models[m].family == "openai"} == {"o200k_base"}
+    assert key("claude-haiku-4-5") != key("claude-sonnet-4-5") == key("claude-opus-4-5")
+    assert key("claude-3-haiku") != key("claude-3-5-sonnet")
+    assert key("anthropic.claude-haiku-4-5-20251001-v1:0") == key("claude-haiku-4-5")  # Bedrock: same model
+    assert key("us.anthropic.claude-sonnet-4-5-20250929-v1:0") == key("claude-sonnet-4-5")
+    assert key("gemini-2.5-pro") == key("gemini-2.0-flash") != key("gemini-3-pro-preview")
+    assert key("deepseek-chat") == key("deepseek-reasoner")
+    assert key("mistral-large-2411") is None  # unknown: no key, calibrated on its own
+    anthropic = [m for m, priced in newest.models.items() if priced.family == "anthropic"]
+    assert all(key(m) for m in anthropic)  # every Anthropic model has a rule

@@ -118,11 +118,11 @@ def vm_hwm_kib(pid: int | str = "self") -> int:
 class Process:
     """One `python -m exporter run` subprocess; stderr goes to a file we read for the port."""
 
-    def __init__(self, config: Path, stderr: Path) -> None:
+    def __init__(self, config: Path, stderr: Path, *args: str) -> None:
         self.stderr_path = stderr
         self.stderr = open(stderr, "wb")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "run", "--config", str(config)],
+            [sys.executable, "-m", "exporter", "run", "--config", str(config), *args],
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
             cwd=ROOT,
