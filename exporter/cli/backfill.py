@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from exporter.cli.log_inputs import add_log_arguments, open_log_inputs
 from exporter.engine.records import parse_ts
-from exporter.prices.table import PriceTableError, load_price_table
 from exporter.replay.backfill import backfill, reserved_labels
-from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES
 from exporter.replay.steps import StepError, parse_labels, parse_step
-from exporter.sources.formats.registry import FORMATS, make_line_decoder
 
 
 def register(subparsers: Any) -> None:
@@ -25,15 +22,8 @@ def register(subparsers: Any) -> None:
                     "promtool tsdb create-blocks-from openmetrics OUT DIR turns it into blocks. "
                     "Every series carries backfill=\"true\" (docs/backfill.md).",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs, in the order written ('-': stdin)")
+    add_log_arguments(parser, "JSON-lines logs, in the order written ('-': stdin)")
     parser.add_argument("--out", required=True, metavar="FILE.om", help="the OpenMetrics file to write")
-    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
-    parser.add_argument("--format", default="canonical", choices=FORMATS, help="input format (default canonical)")
-    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
-    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
-    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
-    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
-                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
     parser.add_argument("--step", default="1h", help="time between samples: 1h (default), 15m, 300s...")
     parser.add_argument("--until", metavar="TIME",
                         help="last sample time (RFC 3339 or epoch seconds), e.g. when the live sidecar started; "
@@ -55,16 +45,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: --until: {exc}", file=sys.stderr)
         return 2
-    try:
-        prices = load_price_table(args.prices)
-        decoder = make_line_decoder(args.format, args.mapping)
-    except (PriceTableError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    inputs = open_log_inputs(args)
+    if inputs is None:
         return 2
-    for path in args.files:
-        if path != "-" and not os.path.isfile(path):
-            print(f"error: {path}: no such file", file=sys.stderr)
-            return 2
+    prices, decoder = inputs
     summary = backfill(args.files, prices, decoder, args.out, step=step, timezone=args.timezone,
                        dedupe_window_days=args.dedupe_window_days, max_line_bytes=args.max_line_bytes,
                        labels=labels, until=until)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
+from exporter.cli.log_inputs import add_log_arguments, open_log_inputs
 from exporter.engine.pipeline import Pipeline
-from exporter.prices.table import PriceTableError, load_price_table
-from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES, explain_rejects, replay, replay_pipeline
-from exporter.sources.formats.registry import FORMATS, make_line_decoder
+from exporter.replay.replay import explain_rejects, replay, replay_pipeline
 
 
 def register(subparsers: Any) -> None:
@@ -20,14 +18,7 @@ def register(subparsers: Any) -> None:
         help="print the month-to-date totals the counters would hold for these files",
         description="Replay request logs through the full arithmetic and print month-to-date totals.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs ('-' for stdin)")
-    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
-    parser.add_argument("--format", default="canonical", choices=FORMATS, help="input format (default canonical)")
-    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --format mapping")
-    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
-    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
-    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
-                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
+    add_log_arguments(parser, "JSON-lines logs ('-' for stdin)")
     parser.add_argument("--jobs", type=int, default=0, metavar="N",
                         help="processes counting disjoint parts of big inputs (default: one per CPU; 1: one pass). "
                              "The result is always the one-pass result")
@@ -39,20 +30,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        prices = load_price_table(args.prices)
-    except PriceTableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    inputs = open_log_inputs(args)
+    if inputs is None:
         return 2
-    try:
-        decoder = make_line_decoder(args.format, args.mapping)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for path in args.files:
-        if path != "-" and not os.path.isfile(path):
-            print(f"error: {path}: no such file", file=sys.stderr)
-            return 2
+    prices, decoder = inputs
     if args.jobs < 0:
         print("error: --jobs must be 0 (one per CPU) or more", file=sys.stderr)
         return 2

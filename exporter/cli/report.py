@@ -7,22 +7,19 @@ the JSON (``schema: llm-savings-report/v1``) keeps replay's exact values.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from exporter.prices.table import PriceTableError, load_price_table
-from exporter.replay.replay import DEFAULT_MAX_LINE_BYTES
+from exporter.cli.log_inputs import add_log_arguments, open_log_inputs
 from exporter.report.from_logs import report_files
 from exporter.report.html import render_html
 from exporter.report.json_report import render_json
 from exporter.report.markdown import render_markdown
 from exporter.report.summary import Report
 from exporter.report.text import render_text
-from exporter.sources.formats.registry import FORMATS, make_line_decoder
 
 WRITERS: dict[str, Callable[[Report], str]] = {"text": render_text, "markdown": render_markdown,
                                                "json": render_json, "html": render_html}
@@ -37,17 +34,9 @@ def register(subparsers: Any) -> None:
                     "breakdowns by model, tenant and component, the months, and provenance. Human formats round; "
                     "JSON keeps replay's exact values.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON-lines logs ('-' for stdin)")
-    parser.add_argument("--prices", metavar="FILE", help="price table (default: the bundled one)")
+    add_log_arguments(parser, "JSON-lines logs ('-' for stdin)", format_flag="--input-format")
     parser.add_argument("--month", metavar="YYYY-MM", help="the month in focus (default: the newest counted)")
     parser.add_argument("--format", default="text", choices=tuple(WRITERS), help="output format (default text)")
-    parser.add_argument("--input-format", default="canonical", choices=FORMATS,
-                        help="format of the logs, as replay's --format (default canonical)")
-    parser.add_argument("--mapping", metavar="FILE", help="field mapping file for --input-format mapping")
-    parser.add_argument("--timezone", default="UTC", help="time zone of month boundaries (default UTC)")
-    parser.add_argument("--dedupe-window-days", type=float, default=40.0, help="dedupe window (default 40)")
-    parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
-                        help="longer lines are rejected line_too_long, as the sidecar does (default 1 MiB)")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.set_defaults(func=run)
 
@@ -61,20 +50,10 @@ def run(args: argparse.Namespace) -> int:
     except (ZoneInfoNotFoundError, ValueError):
         print(f"error: --timezone {args.timezone!r}: not a time zone (e.g. UTC, Europe/Berlin)", file=sys.stderr)
         return 2
-    try:
-        prices = load_price_table(args.prices)
-    except PriceTableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    inputs = open_log_inputs(args)
+    if inputs is None:
         return 2
-    try:
-        decoder = make_line_decoder(args.input_format, args.mapping)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for path in args.files:
-        if path != "-" and not os.path.isfile(path):
-            print(f"error: {path}: no such file", file=sys.stderr)
-            return 2
+    prices, decoder = inputs
     report = report_files(args.files, prices, decoder, month=args.month, timezone=args.timezone,
                           dedupe_window_days=args.dedupe_window_days, max_line_bytes=args.max_line_bytes)
     if report.note:
