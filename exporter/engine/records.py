@@ -18,6 +18,7 @@ Choices where the contract is silent, written down:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -330,10 +331,24 @@ def decode_json_line(line: bytes, decode: Callable[[Any], Record | Rejection]) -
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        if "utf-8" in str(exc).lower():
+        message = str(exc).lower()
+        if "utf-8" in message:
             return Rejection("invalid_utf8", "line is not valid UTF-8")
-        return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
+        if "infinity" not in message:
+            return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
+        # A number beyond a double's range (1e310) is valid JSON; orjson refuses the whole line, but in a
+        # key the record ignores it must not cost the record (the fast path skips such keys unread). The
+        # stdlib reads it as inf, which every count and timestamp check then refuses where it matters.
+        try:
+            obj = json.loads(line, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            return Rejection("invalid_json", f"line is not JSON ({len(line)} bytes)")
     return decode(obj)
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity are not JSON (orjson refuses them; so does this fallback)."""
+    raise ValueError(f"{name} is not JSON")
 
 
 __all__ = [
