@@ -27,6 +27,7 @@ from exporter.engine.aggregate import (
     Aggregates,
     CellKey,
     ComponentKey,
+    OptimizerKey,
     cell_dollars,
 )
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, LEGACY_SAVED, SENT_UNTOUCHED
@@ -152,6 +153,8 @@ def filled(months: tuple[str, ...]) -> Aggregates:
     for month in months:
         agg.cells[CellKey(month, "m", "t", "est", rate)] = cell(REQUESTS=1)
         agg.components[ComponentKey(month, "m", "t", "est", "dedupe")] = 2
+        agg.optimizer[OptimizerKey(month, "gamma", "t", rate)] = [1, 2, 0, 0, 0, 3]
+        agg.optimizer_unpriced[(month, "gamma", "unknown_model")] = 4  # "gamma" sorts after every month
         agg.unpriced[(month, "m", "unknown_model")] = 3
         agg.divergence[(month, "m", "t", "est")] = [4, 5]
         agg.duplicates[month] = 6
@@ -165,6 +168,8 @@ def month_sets(agg: Aggregates) -> dict[str, set[str]]:
     return {
         "cells": {key.month for key in agg.cells},
         "components": {key.month for key in agg.components},
+        "optimizer": {key.month for key in agg.optimizer},
+        "optimizer_unpriced": {key[0] for key in agg.optimizer_unpriced},
         "unpriced": {key[0] for key in agg.unpriced},
         "divergence": {key[0] for key in agg.divergence},
         "duplicates": set(agg.duplicates),
@@ -304,3 +309,32 @@ def test_add_creates_divergence_pairs_it_did_not_have() -> None:
     mine.add(theirs)
     assert mine.divergence == {("2026-10", "m", "t", "est"): [30, 40]}
     assert theirs.divergence == {("2026-10", "m", "t", "est"): [30, 40]}  # not shared, not changed
+
+
+def test_an_old_checkpoints_components_fill_their_cells_savings_in_rate_order() -> None:
+    """Components written without a rate id take their label set's cells' savings, rate ids ascending;
+    what the cells did not save (a damaged file), a zero row and a label set without cells stay unpriced."""
+    agg = Aggregates()
+    first, second = agg.rate_id(BASE), agg.rate_id(dataclasses.replace(BASE, input=2.0))
+    agg.cells[CellKey("2026-10", "m", "t", "est", second)] = cell(REQUESTS=1, SAVED=3)  # stored before rate 0
+    agg.cells[CellKey("2026-10", "m", "t", "est", first)] = cell(REQUESTS=1, SAVED=5)
+    agg.cells[CellKey("2026-10", "m", "t", "provider", first)] = cell(REQUESTS=1)  # saved nothing: no capacity
+    state = agg.to_state()
+    state["components"] = [
+        ["2026-10", "m", "t", "est", "dedupe", 4],
+        ["2026-10", "m", "t", "est", "trim", 6],  # 1 left under rate 0, then 3 under rate 1, 2 beyond
+        ["2026-10", "m", "t", "est", "zero", 0],
+        ["2026-10", "m", "t", "provider", "dedupe", 7],
+        ["2026-10", "x", "u", "est", "dedupe", 2],
+    ]
+    restored = Aggregates.from_state(state)
+    assert restored.components == {
+        ComponentKey("2026-10", "m", "t", "est", "dedupe", first): 4,
+        ComponentKey("2026-10", "m", "t", "est", "trim", first): 1,
+        ComponentKey("2026-10", "m", "t", "est", "trim", second): 3,
+        ComponentKey("2026-10", "m", "t", "est", "trim", UNPRICED): 2,
+        ComponentKey("2026-10", "m", "t", "est", "zero", UNPRICED): 0,
+        ComponentKey("2026-10", "m", "t", "provider", "dedupe", UNPRICED): 7,
+        ComponentKey("2026-10", "x", "u", "est", "dedupe", UNPRICED): 2,
+    }
+    assert restored.month_totals()["2026-10"]["tokens_saved_by_component"] == {"dedupe": 13, "trim": 6, "zero": 0}

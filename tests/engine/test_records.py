@@ -186,6 +186,18 @@ def test_model_rules() -> None:
     assert rejection(b'{"ts": 1793491200, "model": 7}').reason == "invalid_field"
 
 
+@pytest.mark.parametrize(("model", "reason"), [
+    ("", "invalid_field"),  # present but empty: a label value of nothing
+    (7, "invalid_field"),  # truthy, but not a string
+    (None, "invalid_field"),  # missing
+])
+def test_optimizer_model_must_be_a_non_empty_string(model: Any, reason: str) -> None:
+    block = {"model": model, "usage": {"prompt_tokens": 10}}
+    found = rejection(line(optimizer=block))
+    assert (found.reason, found.detail) == (reason, "optimizer.model is missing or not a string")
+    assert isinstance(parse_line(line(optimizer={**block, "model": "gamma"})), Record)
+
+
 @pytest.mark.parametrize("key", ["request_id", "provider", "tenant"])
 def test_label_fields_accept_strings_and_ints_only(key: str) -> None:
     assert rejection(line(**{key: 1.5})).reason == "invalid_field"

@@ -45,8 +45,10 @@ FAMILIES = TABLE[TABLE.index("    families:"):TABLE.index("    models:")]
 MODELS = TABLE[TABLE.index("    models:"):TABLE.index('  - version: "2026-12"')]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def table() -> PriceTable:
+    """Parsed afresh for each test: mutmut maps a function to the tests that call it, and a module-scoped
+    fixture would credit the parse to the first test only (the others would never run against its mutants)."""
     return parse_price_table(TABLE, "fields.yaml")
 
 
