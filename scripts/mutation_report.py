@@ -35,6 +35,7 @@ DOC = ROOT / "docs" / "mutation.md"
 MODULES = (
     "exporter/engine/usage.py",
     "exporter/engine/aggregate.py",
+    "exporter/engine/cells.py",  # the cells' dollars, split out of aggregate.py
     "exporter/prices/table.py",
     "exporter/engine/dedupe.py",
     "exporter/engine/records.py",
