@@ -21,7 +21,13 @@ import orjson
 
 from exporter.prices.explain import describe_table, explain, list_models
 from exporter.prices.importers.litellm import LiteLLMImportError, convert
-from exporter.prices.table import BUNDLED_PRICES, PriceTableError, load_price_table, parse_price_table
+from exporter.prices.table import (
+    BUNDLED_PRICES,
+    PriceTable,
+    PriceTableError,
+    load_price_table,
+    parse_price_table,
+)
 from exporter.sidecar.config import ConfigError, load_config
 
 
@@ -99,16 +105,23 @@ def _validate_target(args: argparse.Namespace) -> tuple[Path, str] | str:
     return BUNDLED_PRICES, "the bundled table"
 
 
+def _load_or_say(path: Path) -> PriceTable | None:
+    """The table at ``path``, or None after printing why it was refused (the commands exit 1)."""
+    try:
+        return load_price_table(path)
+    except PriceTableError as exc:
+        print(str(exc), file=sys.stderr)
+        return None
+
+
 def run_validate(args: argparse.Namespace) -> int:
     target = _validate_target(args)
     if isinstance(target, str):
         print(f"prices validate: {target}", file=sys.stderr)
         return 2
     path, chosen = target
-    try:
-        table = load_price_table(path)
-    except PriceTableError as exc:
-        print(str(exc), file=sys.stderr)
+    table = _load_or_say(path)
+    if table is None:
         return 1
     info = describe_table(table)
     if args.json:
@@ -139,11 +152,8 @@ def _rate(value: float) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    path = Path(args.prices) if args.prices else BUNDLED_PRICES
-    try:
-        table = load_price_table(path)
-    except PriceTableError as exc:
-        print(str(exc), file=sys.stderr)
+    table = _load_or_say(Path(args.prices) if args.prices else BUNDLED_PRICES)
+    if table is None:
         return 1
     try:
         at = None if args.at is None else _parse_at(args.at)
@@ -220,10 +230,8 @@ def _print_explanation(info: dict[str, Any]) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     path = Path(args.prices) if args.prices else BUNDLED_PRICES
-    try:
-        table = load_price_table(path)
-    except PriceTableError as exc:
-        print(str(exc), file=sys.stderr)
+    table = _load_or_say(path)
+    if table is None:
         return 1
     try:
         ts = _parse_at(args.at)
