@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from exporter.engine.gateway import COUNT_KEYS, USD_KEYS
 from exporter.engine.aggregate import (
     CACHE_READ,
     CELL_WIDTH,
@@ -32,6 +31,7 @@ from exporter.engine.aggregate import (
     cell_dollars,
 )
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, LEGACY_SAVED, SENT_UNTOUCHED
+from exporter.engine.gateway import COUNT_KEYS, USD_KEYS
 from exporter.prices.table import PricedModel
 
 BASE = PricedModel("v1", "m", "fam", 1.0, 1.0, 1.0, 1.0, 1.0, (("est", 1.0),))
