@@ -190,9 +190,11 @@ class GatewaySavings:
         if state is None:
             return found
         for row in state["hits"]:
-            found.hits[HitKey(*map(str, row[:4]), int(row[4]))] = _width([int(v) for v in row[5:]], HIT_WIDTH)
+            month, model, tenant, kind = map(str, row[:4])
+            found.hits[HitKey(month, model, tenant, kind, int(row[4]))] = _width([int(v) for v in row[5:]], HIT_WIDTH)
         for row in state["routed"]:
-            key = RoutingKey(*map(str, row[:4]), int(row[4]), int(row[5]))
+            month, requested, model, tenant = map(str, row[:4])
+            key = RoutingKey(month, requested, model, tenant, int(row[4]), int(row[5]))
             found.routed[key] = _width([int(v) for v in row[6:]], ROUTE_WIDTH)
         found.hits_unpriced = _counts(state["hits_unpriced"])
         found.routed_unpriced = _counts(state["routed_unpriced"])

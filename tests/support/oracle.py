@@ -33,6 +33,7 @@ LAST_SECOND = datetime(
 
 MONTH_KEYS_INT = (
     "requests",
+    "response_cache_hits",
     "duplicates",
     "rejected",
     "unpriced",
@@ -285,6 +286,18 @@ class Rec:
     usage: tuple[int, int, int, int, int] | None
     components: list[tuple[str, int]] = field(default_factory=list)
     optimizer: tuple[str, str | None, tuple[int, int, int, int, int] | None] | None = None
+    hit: bool = False  # a response-cache hit: no provider call (docs/record-format.md)
+
+
+def _hit(obj: dict[str, Any]) -> bool:
+    """``response_cache`` (one of three kinds), or the older ``response_cache_hit`` source flag."""
+    kind = obj.get("response_cache")
+    if kind is not None and kind not in ("exact", "semantic", "unspecified"):
+        raise Reject("invalid_response_cache")
+    flags = obj.get("source_flags")
+    if obj.get("requested_model") not in (None, "") and not isinstance(obj.get("requested_model"), str):
+        raise Reject("invalid_field")
+    return kind is not None or (isinstance(flags, list) and "response_cache_hit" in flags)
 
 
 def _optimizer(block: Any) -> tuple[str, str | None, tuple[int, int, int, int, int] | None] | None:
@@ -340,9 +353,10 @@ def parse(obj: Any) -> Rec:
                     raise Reject("invalid_components") from None
         optimizer = _optimizer(obj.get("optimizer"))
         usage = None if obj.get("usage") is None else tiers(obj["usage"])
+        hit = _hit(obj)
     except Reject as exc:
         raise Reject(exc.reason, ts) from None
-    return Rec(ts, rid, model, provider, before, after, method, would, usage, named, optimizer)
+    return Rec(ts, rid, model, provider, before, after, method, would, usage, named, optimizer, hit)
 
 
 def decode_line(line: bytes) -> Any:
@@ -429,6 +443,9 @@ class Oracle:
                 m["duplicates"] += 1
                 return
             self.seen.add(rec.request_id)
+        if rec.hit:  # no provider call: a hit only (its dollars: tests/engine/test_gateway_savings.py)
+            m["response_cache_hits"] += 1
+            return
         m["requests"] += 1
         fresh, read, w5, w1h, out = rec.usage or (0, 0, 0, 0, 0)
         m["fresh_input_tokens"] += fresh
