@@ -259,3 +259,29 @@ def test_a_record_is_a_hit_or_a_provider_call_never_both(log: list[dict[str, Any
     assert totals["requests"] + totals["response_cache_hits"] == counted
     assert totals["duplicates"] == len(log) - counted
     assert_matches_oracle(totals, oracle(log))
+
+
+def test_a_hit_carries_no_compression_provider_cache_or_optimizer_figure() -> None:
+    hit = {"request_id": "h", "model": "alpha", "response_cache": "exact", "tokens_before": 900, "tokens_after": 300,
+           "count_method": "provider", "would_have_saved": 50, "components": [{"name": "c", "tokens_saved": 600}],
+           "usage": anthropic(fresh=100, read=4_000, out=10),
+           "optimizer": {"model": "beta", "usage": anthropic(fresh=70)}}
+    pipeline = run([hit])
+    totals, agg = october(pipeline), pipeline.aggregates
+    assert (agg.cells, agg.components, agg.optimizer, agg.divergence) == ({}, {}, {}, {})
+    assert totals["tokens_saved"] == totals["cache_read_tokens"] == totals["optimizer_requests"] == 0
+    assert totals["response_cache_avoided_usd"] == float((F(100 * 3) + F(4_000) * F("0.3") + F(10 * 15)) / 10**6)
+
+
+def test_requested_model_takes_a_slot_of_the_model_cap() -> None:
+    from exporter.engine.labels import LabelCaps
+
+    pipeline = Pipeline(load_price_table(PRICES), caps=LabelCaps(max_models=2))
+    pipeline.ingest_lines([json.dumps({"ts": OCT, "request_id": f"r{n}", "model": "gamma", "requested_model": name,
+                                       "usage": anthropic(fresh=1_000)}).encode()
+                           for n, name in enumerate(["alpha", "beta", "delta"])])
+    labels = {(key.requested_model, key.model) for key in pipeline.aggregates.gateway.routed}
+    assert labels == {("alpha", "gamma"), ("other", "gamma")}  # gamma and alpha took the two slots
+    restarted = Pipeline(load_price_table(PRICES), caps=LabelCaps(max_models=2),
+                         aggregates=Aggregates.from_state(pipeline.aggregates.to_state()))
+    assert restarted.caps.model.values == {"alpha", "gamma"}
