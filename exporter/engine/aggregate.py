@@ -46,6 +46,7 @@ from exporter.engine.cells import (
     exact_saved_usd,
     populations,
 )
+from exporter.engine.gateway import GatewaySavings
 from exporter.prices.table import PricedModel
 
 __all__ = [
@@ -74,6 +75,7 @@ class Aggregates:
         self.duplicates: dict[str, int] = {}
         self.rejected: dict[tuple[str, str], int] = {}
         self.flagged: dict[tuple[str, str], int] = {}
+        self.gateway = GatewaySavings()  # response-cache hits and routing (engine.gateway)
         self.rate_book: list[PricedModel] = []
         self._rate_ids: dict[PricedModel, int] = {}
         self.newest_ts = 0.0
@@ -105,6 +107,7 @@ class Aggregates:
         found = {key.month for key in self.cells}
         found.update(self.duplicates)
         found.update(key[0] for key in self.rejected)  # every other table's key starts with its month
+        found.update(self.gateway.months())  # a month may hold hits only
         return sorted(found)
 
     def drop_months_before(self, oldest_kept: str) -> int:
@@ -123,6 +126,7 @@ class Aggregates:
         self.duplicates = {k: v for k, v in self.duplicates.items() if keep(k)}
         self.rejected = {k: v for k, v in self.rejected.items() if keep(k[0])}
         self.flagged = {k: v for k, v in self.flagged.items() if keep(k[0])}
+        self.gateway.keep(keep)
         self.dirty_all = True
         return len(before - set(self.months()))
 
@@ -153,6 +157,7 @@ class Aggregates:
         for mine_table, theirs in tables:
             for key, value in theirs.items():
                 mine_table[key] = mine_table.get(key, 0) + value
+        self.gateway.add(other.gateway, renumbered)
         self.newest_ts = max(self.newest_ts, other.newest_ts)
         self.dirty_all = True
 
@@ -237,6 +242,9 @@ class Aggregates:
             month(name)["duplicates"] += count
         for (name, _reason), count in self.rejected.items():
             month(name)["rejected"] += count
+        for name in self.gateway.months():
+            month(name)
+        self.gateway.month_totals(months, self.rate_book)
         for name, totals in months.items():
             _finish_month(totals, exact[name], by_component[name])
         return dict(sorted(months.items()))
@@ -259,6 +267,7 @@ class Aggregates:
                 for r in self.rate_book
             ],
             "newest_ts": self.newest_ts,
+            "gateway": self.gateway.to_state(),
         }
 
     @classmethod
@@ -301,6 +310,7 @@ class Aggregates:
         agg.rejected = {(str(row[0]), str(row[1])): int(row[2]) for row in state["rejected"]}
         agg.flagged = {(str(row[0]), str(row[1])): int(row[2]) for row in state["flagged"]}
         agg.newest_ts = float(state.get("newest_ts", 0.0))
+        agg.gateway = GatewaySavings.from_state(state.get("gateway"))  # None: written before hits and routing
         return agg
 
 

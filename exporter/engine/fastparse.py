@@ -25,6 +25,10 @@ from msgspec import UNSET, UnsetType
 
 from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage
 
+# The record key ``response_cache``: the kind of a gateway's response-cache hit (engine.gateway).
+RESPONSE_CACHE_KINDS = ("exact", "semantic", "unspecified")
+_HIT_KINDS = frozenset(RESPONSE_CACHE_KINDS)
+
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Opt = Count | None | UnsetType  # UNSET: the key is absent; None: present, null
 
@@ -110,6 +114,9 @@ class _Line(msgspec.Struct, gc=False, kw_only=True):
     messages_before: Any = UNSET
     messages_after: Any = UNSET
     optimizer: _Optimizer | None = None
+    source_flags: Any = UNSET  # rare (sources' records): the reference path reads them
+    response_cache: str | None = None
+    requested_model: str | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Line)
@@ -246,8 +253,11 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         except UnicodeDecodeError:
             return None
     if (raw.text_before is not UNSET or raw.text_after is not UNSET or raw.messages_before is not UNSET
-            or raw.messages_after is not UNSET):
+            or raw.messages_after is not UNSET or raw.source_flags is not UNSET):
         return None
+    hit = raw.response_cache
+    if hit is not None and hit not in _HIT_KINDS:
+        return None  # the reference names the rejection
     ts: float | None
     if isinstance(raw.ts, str):
         ts = fast_ts(raw.ts, parse_ts, max_seconds)
@@ -304,4 +314,6 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         flags,
         dialect if isinstance(dialect, str) else None,
         optimizer,
+        hit,
+        raw.requested_model or None,
     )

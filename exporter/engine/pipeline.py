@@ -36,6 +36,7 @@ from exporter.engine.aggregate import (
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import fast_parse
+from exporter.engine.gateway import count_hit, count_routing
 from exporter.engine.labels import LabelCaps
 from exporter.engine.months import MonthOf as MonthOf  # re-exported: callers import it from here
 from exporter.engine.optimizer import count_optimizer, implausible
@@ -124,6 +125,7 @@ class Pipeline:
             if method and method != UNSPECIFIED_METHOD:
                 self.caps.method.preload([method])
         self.caps.model.preload(key.model for key in agg.optimizer)
+        self.caps.model.preload(agg.gateway.models())
         self.caps.component.preload(key.component for key in agg.components if key.component != UNATTRIBUTED)
 
     # --- entry points for sources ------------------------------------------
@@ -192,6 +194,7 @@ class Pipeline:
         before: int | None, after: int | None, count_method: str | None, would_save: int | None,
         components: tuple[tuple[str, int], ...], usage: Usage | None, flags: tuple[str, ...] = (),
         source_dialect: str | None = None, optimizer: OptimizerCall | None = None,
+        response_cache: str | None = None, requested_model: str | None = None,
     ) -> bool:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
@@ -224,6 +227,12 @@ class Pipeline:
             return True
         if ts > agg.newest_ts:
             agg.newest_ts = ts
+        if response_cache is not None:  # no provider call: counted as a hit only (engine.gateway)
+            count_hit(agg, self.caps.model, self._prices, month, ts, model, provider,
+                      self.caps.tenant(tenant) if tenant is not None else UNSET_TENANT, response_cache, usage)
+            for flag in flags:
+                agg.count(agg.flagged, (month, flag))
+            return True
         has_savings = before is not None and after is not None
         if agg.cells is not self._routes_cells:  # routes hold cells and rate ids of these aggregates
             self._clear_routes(agg)
@@ -271,6 +280,9 @@ class Pipeline:
                 agg.count(agg.flagged, (month, flag))
         if optimizer is not None:
             count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
+        if requested_model is not None and requested_model != model:
+            count_routing(agg, self.caps.model, self._prices, month, ts, requested_model, provider, cell_key.model,
+                          cell_key.tenant, cell_key.rate_id, unpriced[2] if unpriced else None, usage)
         return True
 
     def _count_rejection(self, month: str, reason: str) -> None:

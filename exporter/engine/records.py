@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import msgspec
 import orjson
 
-from exporter.engine.fastparse import fast_parse
+from exporter.engine.fastparse import RESPONSE_CACHE_KINDS, fast_parse
 from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage, UsageError, count_value, normalise_usage
 
 # Bounded set of rejection reasons (the `reason` label of records_rejected_total).
@@ -51,10 +51,12 @@ REJECTION_REASONS = (
     "future_ts",
     "internal_error",
     "implausible_count",
+    "invalid_response_cache",
 )
 
 # Bounded set of flags on counted records (the `flag` label of records_flagged_total).
-_RECORD_FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted")
+_RECORD_FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted",
+                 "unpriced_response_cache_hit")
 # Flags a source mapping sets on the records it makes (the record key ``source_flags``, a list of
 # these; other values are ignored): what the source's telemetry lacked for exact dollars, at most one
 # ``usage_*`` per record, and LiteLLM's response-cache hits (docs/telemetry.md, "Completeness").
@@ -63,7 +65,7 @@ SOURCE_FLAGS = (
     "usage_no_cache_ttl",  # cache writes without the 5m/1h split: priced as 5m writes
     "usage_inclusive_assumed",  # whether input includes the cache was decided by convention
     "usage_object_unparsed",  # the full usage object was unreadable: the plain counts were used
-    "response_cache_hit",  # a gateway's response cache answered: no provider call, zero usage
+    "response_cache_hit",  # a gateway's response cache answered: no provider call (a hit of kind unspecified)
 )
 FLAGS: tuple[str, ...] = (*_RECORD_FLAGS, *SOURCE_FLAGS)
 _SOURCE_FLAGS = frozenset(SOURCE_FLAGS)
@@ -99,6 +101,8 @@ class Record(msgspec.Struct, gc=False):
     flags: tuple[str, ...] = ()
     source_dialect: str | None = None
     optimizer: OptimizerCall | None = None
+    response_cache: str | None = None  # a hit's kind (RESPONSE_CACHE_KINDS): no provider call was made
+    requested_model: str | None = None  # the model the client asked for, when a router chose another
 
 
 class TextCounter(Protocol):
@@ -190,6 +194,24 @@ def _optimizer(value: Any) -> OptimizerCall | None:
     except UsageError as exc:
         raise _Invalid(exc.reason, exc.detail) from None
     return OptimizerCall(model, provider, usage)
+
+
+def _response_cache(value: Any, flags: list[str]) -> str | None:
+    """The hit's kind; the older ``response_cache_hit`` source flag alone is a hit of kind ``unspecified``."""
+    if value is None:
+        return "unspecified" if "response_cache_hit" in flags else None
+    if isinstance(value, str) and value in RESPONSE_CACHE_KINDS:
+        return value
+    shown = "a string not in exact, semantic, unspecified" if isinstance(value, str) else type(value).__name__
+    raise _Invalid("invalid_response_cache", f"response_cache is {shown}")
+
+
+def _requested_model(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Invalid("invalid_field", f"requested_model has type {type(value).__name__}, expected a string")
+    return value
 
 
 def _components(value: Any) -> tuple[tuple[str, int], ...]:
@@ -284,6 +306,8 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
         if isinstance(source_flags, list):
             flags.extend(flag for flag in source_flags if isinstance(flag, str) and flag in _SOURCE_FLAGS)
         dialect = obj.get("source_dialect")
+        response_cache = _response_cache(obj.get("response_cache"), flags)
+        requested_model = _requested_model(obj.get("requested_model"))
         return Record(
             ts=ts,
             request_id=request_id,
@@ -299,6 +323,8 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
             flags=tuple(flags),
             source_dialect=dialect if isinstance(dialect, str) else None,
             optimizer=optimizer,
+            response_cache=response_cache,
+            requested_model=requested_model,
         )
     except _Invalid as exc:
         return Rejection(exc.reason, exc.detail, ts)
@@ -355,6 +381,7 @@ __all__ = [
     "FLAGS",
     "MAX_COUNT",
     "REJECTION_REASONS",
+    "RESPONSE_CACHE_KINDS",
     "SOURCE_FLAGS",
     "OptimizerCall",
     "Record",

@@ -42,7 +42,8 @@ from exporter.engine.aggregate import (
     cell_dollars,
 )
 from exporter.engine.cells import populations
-from exporter.exposition import breakdowns
+from exporter.engine.gateway import GatewaySavings
+from exporter.exposition import breakdowns, gateway_series
 from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -66,6 +67,7 @@ class Frame:
     duplicates: dict[str, int]
     rejected: dict[tuple[str, str], int]
     flagged: dict[tuple[str, str], int]
+    gateway: GatewaySavings  # response-cache hits and routing, copied
 
 
 class HealthSample(NamedTuple):
@@ -283,6 +285,7 @@ class Exposition:
             duplicates=dict(agg.duplicates),
             rejected=dict(agg.rejected),
             flagged=dict(agg.flagged),
+            gateway=agg.gateway.copy(),
         )
 
     def _update_sums(self, frame: Frame) -> None:
@@ -340,6 +343,7 @@ class Exposition:
             catalog.DUPLICATES_TOTAL.name: (((k,), v) for k, v in frame.duplicates.items()),
             catalog.RECORDS_REJECTED_TOTAL.name: frame.rejected.items(),
             catalog.RECORDS_FLAGGED_TOTAL.name: frame.flagged.items(),
+            **gateway_series.gateway_series(frame.gateway, frame.rate_book),
         }
         health_by_name: dict[str, list[tuple[Labels, float | int]]] = {}
         for metric, labels, value in health:

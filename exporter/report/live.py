@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from exporter.engine.aggregate import Aggregates
+from exporter.engine.gateway import GatewaySavings
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import PriceTable
 from exporter.report.html import render_html
@@ -42,6 +43,8 @@ def snapshot(agg: Aggregates) -> Aggregates:
                 value = dict(value)
         elif isinstance(value, list):
             value = list(value)
+        elif isinstance(value, GatewaySavings):  # hit and routing tables: a table of their own
+            value = value.copy()
         setattr(copy, name, value)
     return copy
 

@@ -210,6 +210,22 @@ def _scraped_ratios(parsed: dict[str, Samples], month: str) -> dict[str, Any]:
         "optimizer_spend_usd": spend,
         "net_usd_saved": _sum(parsed, p + "usd_saved_total", month) - spend,
         "tokens_saved_by_component": by_tokens, "usd_saved_by_component": by_usd,
+        **_scraped_gateway(parsed, month),
+    }
+
+
+def _scraped_gateway(parsed: dict[str, Samples], month: str) -> dict[str, Any]:
+    """The response-cache hit and routing keys, from the scrape."""
+    p = catalog.PREFIX
+    saved = _sum(parsed, p + "routing_savings_usd_total", month)
+    extra = _sum(parsed, p + "routing_extra_cost_usd_total", month)
+    return {
+        "response_cache_hits": _sum(parsed, p + "response_cache_hits_total", month),
+        "response_cache_unpriced_hits": _sum(parsed, p + "response_cache_unpriced_hits_total", month),
+        "response_cache_avoided_usd": _sum(parsed, p + "response_cache_avoided_usd_total", month),
+        "routed_requests": _sum(parsed, p + "routed_requests_total", month),
+        "routing_unpriced_requests": _sum(parsed, p + "routing_unpriced_requests_total", month),
+        "routing_savings_usd": saved, "routing_extra_cost_usd": extra, "routing_net_usd": saved - extra,
     }
 
 

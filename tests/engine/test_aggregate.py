@@ -31,6 +31,7 @@ from exporter.engine.aggregate import (
     cell_dollars,
 )
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, LEGACY_SAVED, SENT_UNTOUCHED
+from exporter.engine.gateway import COUNT_KEYS, USD_KEYS
 from exporter.prices.table import PricedModel
 
 BASE = PricedModel("v1", "m", "fam", 1.0, 1.0, 1.0, 1.0, 1.0, (("est", 1.0),))
@@ -103,6 +104,9 @@ def test_totals_do_not_depend_on_the_order_of_labels() -> None:
     assert (month["unpriced"], month["requests"], month["fresh_input_tokens"]) == (2, 2, 600_005)
 
 
+GATEWAY_KEYS = (*COUNT_KEYS, *USD_KEYS)
+
+
 def test_every_figure_of_month_totals() -> None:
     priced = cell(REQUESTS=3, FRESH=1_000, CACHE_READ=2_000, WRITE_5M=300, WRITE_1H=400, OUTPUT=50,
                   SAVED=700, WOULD_SAVE=90, BASE_COMPACTED=1_000, BASE_UNTOUCHED=200, SENT_UNTOUCHED=200)
@@ -118,7 +122,7 @@ def test_every_figure_of_month_totals() -> None:
     assert {key: month.pop(key) for key in (
         "baseline_input_tokens", "sent_input_tokens", "saved_pct", "compression_ratio", "populations",
         "optimizer_requests", "optimizer_unpriced", "optimizer_spend_usd", "net_usd_saved",
-        "tokens_saved_by_component", "usd_saved_by_component")} == {
+        "tokens_saved_by_component", "usd_saved_by_component", *GATEWAY_KEYS)} == {
         "baseline_input_tokens": 1_200, "sent_input_tokens": 500,
         "saved_pct": pytest.approx(700 / 1_200, rel=1e-12), "compression_ratio": pytest.approx(1_200 / 500, rel=1e-12),
         "populations": {
@@ -129,6 +133,7 @@ def test_every_figure_of_month_totals() -> None:
         "optimizer_requests": 0, "optimizer_unpriced": 0, "optimizer_spend_usd": 0.0,
         "net_usd_saved": pytest.approx(usd_saved, rel=1e-12),
         "tokens_saved_by_component": {}, "usd_saved_by_component": {},
+        **dict.fromkeys(COUNT_KEYS, 0), **dict.fromkeys(USD_KEYS, 0.0),  # no hits, no routing
     }
     assert month == {
         "requests": 7, "duplicates": 5, "rejected": 6, "unpriced": 4,

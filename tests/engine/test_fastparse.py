@@ -52,6 +52,11 @@ records = st.fixed_dictionaries(
             {"name": st.sampled_from(["a", "", 3]), "tokens_saved": counts}), max_size=3), st.integers()),
         "usage": usage_blocks,
         "extra": st.integers(),
+        "response_cache": st.one_of(st.none(), st.sampled_from(["exact", "semantic", "unspecified", "", "EXACT"]),
+                                    st.integers(), st.booleans()),
+        "requested_model": st.one_of(st.none(), st.sampled_from(["gpt-4o", "gpt-4o-mini", ""]), st.integers()),
+        "source_flags": st.one_of(st.just(["response_cache_hit"]), st.lists(st.sampled_from(
+            ["response_cache_hit", "usage_no_cache_ttl", "made_up"]), max_size=2), st.integers()),
     },
 )
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from exporter.engine.aggregate import Aggregates
+from exporter.engine.gateway import GatewaySavings
 from exporter.report.live import landing_page, live_report, snapshot
 from exporter.sidecar.sidecar import Sidecar
 from tests.support.processes import samples, total
@@ -73,6 +74,10 @@ def test_snapshot_copies_every_mutable_value(sidecar: Sidecar) -> None:
                     assert copy.__dict__[name][key] == value and copy.__dict__[name][key] is not value, name
         elif isinstance(table, list):
             assert copy.__dict__[name] == table and copy.__dict__[name] is not table, name
+        elif isinstance(table, GatewaySavings):  # its tables are copied cell by cell
+            found = copy.__dict__[name]
+            assert found is not table and found.to_state() == table.to_state(), name
+            assert all(found.hits[key] is not cell for key, cell in table.hits.items()), name
 
 
 def test_only_the_copy_runs_under_the_lock(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> None:

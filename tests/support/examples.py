@@ -42,8 +42,10 @@ def litellm_record(payload: dict[str, Any]) -> dict[str, Any]:
     savings = (metadata.get("requester_metadata") or {}).get("llm_savings") or {}
     record.update(savings)
     usage = metadata.get("usage_object")
+    if payload.get("cache_hit") is True:
+        record["response_cache"] = "unspecified"  # a response-cache hit: no provider call
     if payload.get("cache_hit") is True or not usage:
-        return record  # a response-cache hit bills nothing; a failed call has no usage
+        return record  # a failed call has no usage
     details = usage.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") or 0
     written = details.get("cache_creation_tokens") or 0

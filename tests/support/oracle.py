@@ -33,6 +33,10 @@ LAST_SECOND = datetime(
 
 MONTH_KEYS_INT = (
     "requests",
+    "response_cache_hits",
+    "response_cache_unpriced_hits",
+    "routed_requests",
+    "routing_unpriced_requests",
     "duplicates",
     "rejected",
     "unpriced",
@@ -55,6 +59,10 @@ MONTH_KEYS_FLOAT = (
     "cache_hit_rate",
     "optimizer_spend_usd",
     "net_usd_saved",
+    "response_cache_avoided_usd",
+    "routing_savings_usd",
+    "routing_extra_cost_usd",
+    "routing_net_usd",
 )
 # ratios (null when there is nothing to divide by) and breakdowns (objects): compare with ``same``
 MONTH_KEYS_OTHER = ("saved_pct", "compression_ratio", "populations", "tokens_saved_by_component",
@@ -129,6 +137,11 @@ def load_prices(path: str | Path) -> list[Version]:
         versions.append(Version(_instant(raw["effective_from"]), models, aliases))
     versions.sort(key=lambda v: v.start)
     return versions
+
+
+def _bill(usage: tuple[int, int, int, int, int], r: Rates) -> float:
+    fresh, read, w5, w1h, out = usage
+    return fresh * r.input + read * r.cache_read + w5 * r.w5 + w1h * r.w1h + out * r.output
 
 
 def rates_for(versions: list[Version], model: str, provider: str | None, ts: float) -> Rates | None:
@@ -285,6 +298,19 @@ class Rec:
     usage: tuple[int, int, int, int, int] | None
     components: list[tuple[str, int]] = field(default_factory=list)
     optimizer: tuple[str, str | None, tuple[int, int, int, int, int] | None] | None = None
+    hit: bool = False  # a response-cache hit: no provider call (docs/record-format.md)
+    requested: str | None = None  # requested_model: the model the client asked for
+
+
+def _hit(obj: dict[str, Any]) -> bool:
+    """``response_cache`` (one of three kinds), or the older ``response_cache_hit`` source flag."""
+    kind = obj.get("response_cache")
+    if kind is not None and kind not in ("exact", "semantic", "unspecified"):
+        raise Reject("invalid_response_cache")
+    flags = obj.get("source_flags")
+    if obj.get("requested_model") not in (None, "") and not isinstance(obj.get("requested_model"), str):
+        raise Reject("invalid_field")
+    return kind is not None or (isinstance(flags, list) and "response_cache_hit" in flags)
 
 
 def _optimizer(block: Any) -> tuple[str, str | None, tuple[int, int, int, int, int] | None] | None:
@@ -340,9 +366,11 @@ def parse(obj: Any) -> Rec:
                     raise Reject("invalid_components") from None
         optimizer = _optimizer(obj.get("optimizer"))
         usage = None if obj.get("usage") is None else tiers(obj["usage"])
+        hit = _hit(obj)
     except Reject as exc:
         raise Reject(exc.reason, ts) from None
-    return Rec(ts, rid, model, provider, before, after, method, would, usage, named, optimizer)
+    requested = obj.get("requested_model") or None
+    return Rec(ts, rid, model, provider, before, after, method, would, usage, named, optimizer, hit, requested)
 
 
 def decode_line(line: bytes) -> Any:
@@ -429,6 +457,14 @@ class Oracle:
                 m["duplicates"] += 1
                 return
             self.seen.add(rec.request_id)
+        if rec.hit:  # no provider call: a hit only, its avoided bill at its own rates
+            m["response_cache_hits"] += 1
+            r = rates_for(self.versions, rec.model, rec.provider, rec.ts)
+            if r is None or not any(rec.usage or ()):
+                m["response_cache_unpriced_hits"] += 1
+            else:
+                m["response_cache_avoided_usd"] += _bill(rec.usage, r)
+            return
         m["requests"] += 1
         fresh, read, w5, w1h, out = rec.usage or (0, 0, 0, 0, 0)
         m["fresh_input_tokens"] += fresh
@@ -443,6 +479,7 @@ class Oracle:
         m["tokens_saved"] += saved
         m["would_have_saved_tokens"] += rec.would or 0
         r = rates_for(self.versions, rec.model, rec.provider, rec.ts)
+        self._routing(m, rec, r)
         self._optimizer(m, rec)
         f = 1.0
         if r is not None:
@@ -480,6 +517,20 @@ class Oracle:
             m["tokens_saved_by_component"][name] = m["tokens_saved_by_component"].get(name, 0) + share
             usd = m["usd_saved_by_component"].get(name, 0.0)
             m["usd_saved_by_component"][name] = usd + (share * usd_per_token if usd_per_token is not None else 0.0)
+
+    def _routing(self, m: dict[str, Any], rec: Rec, r: Rates | None) -> None:
+        """A routed request: bill at the requested model - bill at the model called, by sign."""
+        if rec.requested is None or rec.requested == rec.model:
+            return
+        m["routed_requests"] += 1
+        asked = rates_for(self.versions, rec.requested, rec.provider, rec.ts)
+        if r is None or asked is None or not any(rec.usage or ()):
+            m["routing_unpriced_requests"] += 1
+            return
+        assert rec.usage is not None
+        diff = _bill(rec.usage, asked) - _bill(rec.usage, r)
+        m["routing_net_usd"] += diff
+        m["routing_savings_usd" if diff >= 0 else "routing_extra_cost_usd"] += abs(diff)
 
     def _optimizer(self, m: dict[str, Any], rec: Rec) -> None:
         """The optimizer's own calls, priced like the request: same table, the version at its ts."""
@@ -764,7 +815,13 @@ def generate_log(rng: Any, n: int) -> list[bytes]:
             else:
                 rid = f"req-{index}-{rng.randrange(10**9)}"
                 ids.append(rid)
-            body = json.dumps(good_record(rng, rid)).encode()
+            record = good_record(rng, rid)
+            # some hits and routed requests, chosen by position (no draw: the rest of the log is unchanged)
+            if index % 23 == 0:
+                record["response_cache"] = ("exact", "semantic", "unspecified")[index % 3]
+            elif index % 23 == 1:
+                record["requested_model"] = ("alpha", "beta", "gamma", "delta", "epsilon", "nope")[index % 6]
+            body = json.dumps(record).encode()
             if rng.random() < 0.02:
                 body = b"\xef\xbb\xbf" + body
         lines.append(body + (b"\r\n" if rng.random() < 0.1 else b"\n"))

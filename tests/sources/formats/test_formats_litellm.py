@@ -72,7 +72,7 @@ def test_gemini_cached_inside_prompt():
 
 def test_litellm_response_cache_hit_has_no_billed_usage():
     record = record_of(payloads()["chatcmpl-openai-1_cache_hit1764561600.5"])
-    assert record.usage is None
+    assert record.usage is None and record.response_cache == "unspecified"
     assert record.request_id == "chatcmpl-openai-1_cache_hit1764561600.5"
 
 
@@ -307,7 +307,9 @@ def test_decoders_litellm_and_auto():
 def test_replay_litellm_totals_by_hand(capsys):
     assert main(["replay", str(FIXTURE), "--format", "litellm", "--json"]) == 0
     month = json.loads(capsys.readouterr().out)["months"]["2025-12"]
-    assert month["requests"] == 7 and month["rejected"] == 0 and month["unpriced"] == 0
+    # the response-cache hit made no provider call: a hit (dollars unknown without usage), not a request
+    assert month["requests"] == 6 and month["rejected"] == 0 and month["unpriced"] == 0
+    assert (month["response_cache_hits"], month["response_cache_unpriced_hits"]) == (1, 1)
     assert month["fresh_input_tokens"] == 1304 + 250 + 1000 + 3000 + 3000
     assert month["cache_read_tokens"] == 4096 + 20000 + 9000
     assert month["cache_write_tokens"] == 1000 + 10000 + 8000
