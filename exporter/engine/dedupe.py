@@ -125,8 +125,9 @@ class DedupeLedger:
     def _forget(self, packed: bytes | bytearray) -> None:
         """Take every digest of ``packed`` (held, 8 bytes each) out of the shards."""
         shards, mask = self._shards, self._mask
+        packed = bytes(packed)  # its slices are then bytes (hashable), not bytearrays
         for start in range(0, len(packed), 8):
-            digest = bytes(packed[start:start + 8])
+            digest = packed[start:start + 8]
             shard = shards[hash(digest) & mask]
             assert shard is not None
             pos = _aligned_find(shard, digest)
@@ -191,8 +192,9 @@ class DedupeLedger:
             if len(raw) % 8:
                 raise ValueError(f"hour {hour}: {len(raw)} bytes of digests is not a multiple of 8")
             bucket = bytearray()
+            raw = bytes(raw)
             for start in range(0, len(raw), 8):
-                digest = bytes(raw[start:start + 8])
+                digest = raw[start:start + 8]
                 index = hash(digest) & mask
                 shard = shards[index]
                 if shard is None:
