@@ -3,7 +3,7 @@
 Ids are kept as 8-byte digests (never the id itself): 64-bit blake2b of the
 id's UTF-8 bytes. Each digest is stored twice, packed, with no Python object
 per id: once in a hash table of ``bytearray`` shards (a digest's shard is
-chosen by its hash; membership is a C-speed ``find`` over a few hundred
+chosen by its low bits; membership is a C-speed ``find`` over a few hundred
 bytes, at an 8-byte-aligned offset), and once in the ``bytearray`` of the
 hour of the record's own timestamp, in arrival order, so that an hour
 expires at once when it falls out of the window and the oldest ids can be
@@ -45,6 +45,7 @@ MAX_SHARD_BITS = 20
 
 _blake2b = hashlib.blake2b
 _pack_signed = struct.Struct("<q").pack  # hash() is signed
+_from_bytes = int.from_bytes
 
 
 def _shard_count(max_ids: int) -> int:
@@ -89,12 +90,15 @@ class DedupeLedger:
         """True when ``request_id`` was already recorded; records it otherwise."""
         if self.stable:  # the id's 8-byte key, stable across processes and versions (checkpoints hold these)
             digest = _blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            index = _from_bytes(digest, "little") & self._mask
         else:
-            digest = _pack_signed(hash(request_id))
-        index = hash(digest) & self._mask
-        shard = self._shards[index]
+            key = hash(request_id)
+            digest = _pack_signed(key)
+            index = key & self._mask  # the same low bits as the digest's
+        shards = self._shards
+        shard = shards[index]
         if shard is None:
-            self._shards[index] = bytearray(digest)
+            shards[index] = bytearray(digest)
         else:
             pos = shard.find(digest)
             if pos >= 0 and (not pos & 7 or _aligned_find(shard, digest) >= 0):
@@ -105,7 +109,7 @@ class DedupeLedger:
             self._current += digest
         else:
             self._file(digest, ts)
-        if self._count > self.max_ids:
+        if self._count > self.max_ids:  # read again: _file may have expired hours
             self._evict()
         return False
 
@@ -128,9 +132,10 @@ class DedupeLedger:
         packed = bytes(packed)  # its slices are then bytes (hashable), not bytearrays
         for start in range(0, len(packed), 8):
             digest = packed[start:start + 8]
-            shard = shards[hash(digest) & mask]
+            shard = shards[_from_bytes(digest, "little") & mask]
             assert shard is not None
             pos = _aligned_find(shard, digest)
+            assert pos >= 0, "a digest in an hour is in its shard"
             del shard[pos:pos + 8]
         self._count -= len(packed) // 8
 
@@ -195,7 +200,7 @@ class DedupeLedger:
             raw = bytes(raw)
             for start in range(0, len(raw), 8):
                 digest = raw[start:start + 8]
-                index = hash(digest) & mask
+                index = _from_bytes(digest, "little") & mask
                 shard = shards[index]
                 if shard is None:
                     shards[index] = bytearray(digest)
