@@ -155,7 +155,7 @@ class Config:
                                               "within them, a record is a duplicate, counted once.")
     dedupe_max_ids: int = setting(
         1_000_000,
-        "Memory bound of the dedupe ledger (about 90 bytes per id); past it the oldest ids are forgotten "
+        "Memory bound of the dedupe ledger (about 20 bytes per id); past it the oldest ids are forgotten "
         "first, counted in `llm_savings_dedupe_evicted_ids_total`. Size it from your request rate times the "
         "window.")
     checkpoint_interval_seconds: float = setting(

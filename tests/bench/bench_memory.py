@@ -136,7 +136,9 @@ def _hour_row(h: dict[str, Any], label: str, what_grows: str) -> Row:
 
 
 def run(hour_lines: int = 3_600_000) -> list[Row]:
-    rows: list[Row] = []
+    from tests.bench import bench_ledger
+
+    rows: list[Row] = bench_ledger.run()
     r = _child("ledger")
     print(f"  memory: base {r['base']:.1f} MB, +1M ids {r['ledger']:.1f} MB, +{r['series']:,} series "
           f"{r['total']:.1f} MB", flush=True)

@@ -139,7 +139,7 @@ def build(cfg: Values) -> dict[str, Any]:
         Panel("stat", "Ids evicted by the dedupe cap (1h)",
               "Request ids forgotten before the end of the window because dedupe_max_ids was reached: "
               "duplicates older than the remaining ids would be counted again. Raise dedupe_max_ids "
-              "(about 90 bytes each) if this is not zero.",
+              "(about 20 bytes each) if this is not zero.",
               [Target('sum(increase(llm_savings_dedupe_evicted_ids_total{%(instances)s}[1h]))')],
               w=8, h=5, unit_of="llm_savings_dedupe_evicted_ids_total"),
     ]
