@@ -100,11 +100,11 @@ _escape_once = lru_cache(maxsize=1 << 16)(escape)  # months, models, versions re
 def format_value(value: float | int) -> str:
     if type(value) is int:
         return str(value)
+    if value - value == 0:  # finite (inf - inf and NaN - NaN are NaN): the common case first
+        return repr(float(value))
     if value != value:  # NaN
         return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
+    return "+Inf" if value > 0 else "-Inf"
 
 
 class _LabelText:
@@ -144,15 +144,24 @@ class _Family:
         out.append(self.om_header if openmetrics else self.text_header)
         name = spec.name
         labels_of = self.labels_of
+        texts = labels_of.texts  # read straight: a cold render misses once per series, a steady one never
+        # an int's text inline (format_value's answer for it), one call for the rest
         if not (openmetrics and spec.type == "counter" and self.has_month):
-            out.extend([f"{name}{labels_of(values)} {format_value(value)}\n" for values, value in series])
+            get, fmt = texts.get, format_value
+            out.extend([f"{name}{get(values) or labels_of(values)} {str(value) if type(value) is int else fmt(value)}\n"
+                        for values, value in series])
             return
         created = spec.family_name + "_created"
+        created_text: dict[str, str] = {}  # month -> its _created value's text: a few months, thousands of series
         for values, value in series:
-            labels = labels_of(values)
+            labels = texts.get(values) or labels_of(values)
+            month = values[0]
             out.append(f"{name}{labels} {format_value(value)}\n")
-            if values[0] != UNKNOWN_MONTH:
-                out.append(f"{created}{labels} {format_value(month_start(values[0]))}\n")
+            if month != UNKNOWN_MONTH:
+                start = created_text.get(month)
+                if start is None:
+                    start = created_text[month] = format_value(month_start(month))
+                out.append(f"{created}{labels} {start}\n")
 
 
 # A cell's values, in the order of its value vector (see Exposition._vector): token sums, the
@@ -183,7 +192,7 @@ class Exposition:
         self._sums: dict[str, dict[Labels, float | int]] = {}
         self._members: dict[SeriesKey, list[CellKey]] = {}
         self._value_index: dict[SeriesKey, int] = {}
-        self._cell_series: dict[CellKey, list[SeriesKey]] = {}
+        self._cell_series: dict[CellKey, list[tuple[SeriesKey, int]]] = {}  # with the index in the cell's vector
         self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
         self._seen_cells: dict[CellKey, list[int]] = {}  # each cell as the last render saw it
         self._aggregates_id = 0
@@ -197,8 +206,8 @@ class Exposition:
         self._vectors.clear()
         self._seen_cells.clear()
 
-    def _series_of(self, key: CellKey) -> list[SeriesKey]:
-        """The summed series a cell contributes to (fixed for the cell's lifetime)."""
+    def _series_of(self, key: CellKey) -> list[tuple[SeriesKey, int]]:
+        """The summed series a cell contributes to, each with its value's index (fixed for the cell's lifetime)."""
         found = self._cell_series.get(key)
         if found is not None:
             return found
@@ -234,8 +243,8 @@ class Exposition:
                 value_index[entry] = index
             else:
                 found_members.append(key)
-        keys = self._cell_series[key] = [entry for entry, _index in series]
-        return keys
+        self._cell_series[key] = series
+        return series
 
     def _vector(self, key: CellKey) -> tuple[float | int, ...]:
         """All of a cell's series values: one ``cell_dollars`` per changed cell, not one per dollar series."""
@@ -293,13 +302,16 @@ class Exposition:
         seen = self._seen_cells
         for key, cell in frame.dirty:
             seen[key] = cell
+        if frame.reset:
+            self._sum_all(frame.dirty)
+            return
         # a dict, not a set: series first appear in cell order, the same in every
         # process (set order of str tuples changes with PYTHONHASHSEED)
         touched: dict[SeriesKey, None] = {}
         vectors = self._vectors
         for key, _cell in frame.dirty:
             vectors.pop(key, None)
-            touched.update(dict.fromkeys(self._series_of(key)))
+            touched.update(dict.fromkeys([entry for entry, _index in self._series_of(key)]))
         sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
         for entry in touched:
             index = value_index[entry]
@@ -311,6 +323,22 @@ class Exposition:
             if by_labels is None:
                 by_labels = sums[metric] = {}
             by_labels[labels] = total
+
+    def _sum_all(self, cells: list[tuple[CellKey, list[int]]]) -> None:
+        """Every series of a reset frame, summed in one pass over its cells in cell order.
+
+        The same additions, in the same order, as re-summing each series from its
+        members (``0 + first + second...``), so the floats are those of a steady
+        frame; without the per-series pass over the member lists.
+        """
+        sums, series_of, vector = self._sums, self._series_of, self._vector
+        for key, _cell in cells:
+            values = vector(key)
+            for (metric, labels), index in series_of(key):
+                by_labels = sums.get(metric)
+                if by_labels is None:
+                    by_labels = sums[metric] = {}
+                by_labels[labels] = by_labels.get(labels, 0) + values[index]
 
     def series(
         self, agg: Aggregates, health: Iterable[HealthSample]
