@@ -121,8 +121,11 @@ class _LabelText:
 
     def __call__(self, values: Labels) -> str:
         text = self.texts.get(values)
-        if text is None:
-            text = self.texts[values] = self.template.format(*map(_escape_once, values))
+        return self.make(values) if text is None else text
+
+    def make(self, values: Labels) -> str:
+        """Build and keep the text of a tuple not cached yet (the render's miss path: no second lookup)."""
+        text = self.texts[values] = self.template.format(*map(_escape_once, values))
         return text
 
 
@@ -143,18 +146,19 @@ class _Family:
         spec = self.spec
         out.append(self.om_header if openmetrics else self.text_header)
         name = spec.name
-        labels_of = self.labels_of
-        texts = labels_of.texts  # read straight: a cold render misses once per series, a steady one never
+        make = self.labels_of.make
+        get = self.labels_of.texts.get  # read straight: a cold render misses once per series, a steady one never
+        # ("" is a label-less family's text: falsy, so remade each time, which costs nothing)
         # an int's text inline (format_value's answer for it), one call for the rest
         if not (openmetrics and spec.type == "counter" and self.has_month):
-            get, fmt = texts.get, format_value
-            out.extend([f"{name}{get(values) or labels_of(values)} {str(value) if type(value) is int else fmt(value)}\n"
+            fmt = format_value
+            out.extend([f"{name}{get(values) or make(values)} {str(value) if type(value) is int else fmt(value)}\n"
                         for values, value in series])
             return
         created = spec.family_name + "_created"
         created_text: dict[str, str] = {}  # month -> its _created value's text: a few months, thousands of series
         for values, value in series:
-            labels = texts.get(values) or labels_of(values)
+            labels = get(values) or make(values)
             month = values[0]
             out.append(f"{name}{labels} {format_value(value)}\n")
             if month != UNKNOWN_MONTH:
@@ -192,7 +196,7 @@ class Exposition:
         self._sums: dict[str, dict[Labels, float | int]] = {}
         self._members: dict[SeriesKey, list[CellKey]] = {}
         self._value_index: dict[SeriesKey, int] = {}
-        self._cell_series: dict[CellKey, list[tuple[SeriesKey, int]]] = {}  # with the index in the cell's vector
+        self._cell_series: dict[CellKey, list[SeriesKey]] = {}
         self._vectors: dict[CellKey, tuple[float | int, ...]] = {}  # per cell, until the cell changes
         self._seen_cells: dict[CellKey, list[int]] = {}  # each cell as the last render saw it
         self._aggregates_id = 0
@@ -206,11 +210,17 @@ class Exposition:
         self._vectors.clear()
         self._seen_cells.clear()
 
-    def _series_of(self, key: CellKey) -> list[tuple[SeriesKey, int]]:
-        """The summed series a cell contributes to, each with its value's index (fixed for the cell's lifetime)."""
+    def _series_of(self, key: CellKey) -> list[SeriesKey]:
+        """The summed series a cell contributes to (fixed for the cell's lifetime)."""
         found = self._cell_series.get(key)
         if found is not None:
             return found
+        self._new_cell(key)
+        return self._cell_series[key]
+
+    def _new_cell(self, key: CellKey) -> list[tuple[SeriesKey, int]]:
+        """File a cell not seen before under its series; its series with their value's index, to use at once
+        (only the series are kept: each kept pair would be one more object for the collector to track)."""
         month, model, tenant, method, rate_id = key
         base = (month, model, tenant)
         series: list[tuple[SeriesKey, int]] = [
@@ -243,7 +253,7 @@ class Exposition:
                 value_index[entry] = index
             else:
                 found_members.append(key)
-        self._cell_series[key] = series
+        self._cell_series[key] = [entry for entry, _index in series]
         return series
 
     def _vector(self, key: CellKey) -> tuple[float | int, ...]:
@@ -311,7 +321,7 @@ class Exposition:
         vectors = self._vectors
         for key, _cell in frame.dirty:
             vectors.pop(key, None)
-            touched.update(dict.fromkeys([entry for entry, _index in self._series_of(key)]))
+            touched.update(dict.fromkeys(self._series_of(key)))
         sums, members, value_index, vector = self._sums, self._members, self._value_index, self._vector
         for entry in touched:
             index = value_index[entry]
@@ -331,10 +341,10 @@ class Exposition:
         members (``0 + first + second...``), so the floats are those of a steady
         frame; without the per-series pass over the member lists.
         """
-        sums, series_of, vector = self._sums, self._series_of, self._vector
-        for key, _cell in cells:
+        sums, new_cell, vector = self._sums, self._new_cell, self._vector
+        for key, _cell in cells:  # a reset frame: every cell is new to the emptied caches
             values = vector(key)
-            for (metric, labels), index in series_of(key):
+            for (metric, labels), index in new_cell(key):
                 by_labels = sums.get(metric)
                 if by_labels is None:
                     by_labels = sums[metric] = {}

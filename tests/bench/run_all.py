@@ -102,12 +102,15 @@ def scrape(quick: bool) -> list[Row]:
         for phase in ("cold", "steady"):
             ours, peer = r[f"ours_{phase}"], r[f"theirs_{phase}_no_created"]
             share = ours / peer
-            checked = size == 10_000 and phase == "steady"
+            if phase == "cold":  # no slower than prometheus_client at every size
+                target, met = "<= 1.00", verdict(share <= 1.0, f"{share:.2f}x the peer")
+            elif size == 10_000:
+                target, met = "<= 0.20", verdict(share <= 0.2, f"{share / 0.2:.1f}x the bound")
+            else:
+                target, met = "-", "n/a"
             rows.append(Row(
                 f"render {int(r['series']):,} series, {phase}" + (" (1% cells updated)" if phase == "steady" else ""),
-                f"{ours * 1e3:.1f} ms", f"{peer * 1e3:.1f} ms (prometheus_client)", f"{share:.2f}",
-                "<= 0.20" if checked else "-",
-                verdict(share <= 0.2, f"{share / 0.2:.1f}x the bound") if checked else "n/a",
+                f"{ours * 1e3:.1f} ms", f"{peer * 1e3:.1f} ms (prometheus_client)", f"{share:.2f}", target, met,
                 [f"prometheus_client with its default _created lines: {r[f'theirs_{phase}'] * 1e3:.1f} ms"],
             ))
     return rows
