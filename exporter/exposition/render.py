@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
 from exporter import catalog
@@ -31,7 +30,6 @@ from exporter.engine.aggregate import (
     FRESH,
     OUTPUT,
     REQUESTS,
-    UNKNOWN_MONTH,
     WOULD_SAVE,
     WRITE_1H,
     WRITE_5M,
@@ -43,6 +41,7 @@ from exporter.engine.aggregate import (
 )
 from exporter.engine.cells import populations
 from exporter.exposition import breakdowns
+from exporter.exposition.lines import Family, LabelText
 from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -90,84 +89,6 @@ def check_health_samples(samples: Iterable[HealthSample]) -> None:
                                 f"{sample.metric.labels!r}")
 
 
-def escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-_escape_once = lru_cache(maxsize=1 << 16)(escape)  # months, models, versions recur in thousands of series
-
-
-def format_value(value: float | int) -> str:
-    if type(value) is int:
-        return str(value)
-    if value - value == 0:  # finite (inf - inf and NaN - NaN are NaN): the common case first
-        return repr(float(value))
-    if value != value:  # NaN
-        return "NaN"
-    return "+Inf" if value > 0 else "-Inf"
-
-
-class _LabelText:
-    """``{name="value",...}`` per label-value tuple, for every family with these label names.
-
-    Families that share label names (requests and output tokens; spend and the
-    cache dollars...) share the cache, so each series' text is built once, and a
-    value is escaped once however many series carry it.
-    """
-
-    def __init__(self, names: Labels) -> None:
-        self.template = "{{" + ",".join(f'{n}="{{}}"' for n in names) + "}}" if names else ""  # str.format
-        self.texts: dict[Labels, str] = {}
-
-    def __call__(self, values: Labels) -> str:
-        text = self.texts.get(values)
-        return self.make(values) if text is None else text
-
-    def make(self, values: Labels) -> str:
-        """Build and keep the text of a tuple not cached yet (the render's miss path: no second lookup)."""
-        text = self.texts[values] = self.template.format(*map(_escape_once, values))
-        return text
-
-
-class _Family:
-    """One metric's series: label text cached per series, values looked up per scrape."""
-
-    def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
-        self.spec = spec
-        self.labels_of = label_text
-        # the text format 0.0.4 has no info type: a gauge there, as prometheus_client writes it
-        text_type = "gauge" if spec.type == "info" else spec.type
-        self.text_header = f"# HELP {spec.name} {spec.help}\n# TYPE {spec.name} {text_type}\n"
-        self.om_header = f"# HELP {spec.family_name} {spec.help}\n# TYPE {spec.family_name} {spec.type}\n"
-        self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
-
-    def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,
-               month_start: Callable[[str], float]) -> None:
-        spec = self.spec
-        out.append(self.om_header if openmetrics else self.text_header)
-        name = spec.name
-        make = self.labels_of.make
-        get = self.labels_of.texts.get  # read straight: a cold render misses once per series, a steady one never
-        # ("" is a label-less family's text: falsy, so remade each time, which costs nothing)
-        # an int's text inline (format_value's answer for it), one call for the rest
-        if not (openmetrics and spec.type == "counter" and self.has_month):
-            fmt = format_value
-            out.extend([f"{name}{get(values) or make(values)} {str(value) if type(value) is int else fmt(value)}\n"
-                        for values, value in series])
-            return
-        created = spec.family_name + "_created"
-        created_text: dict[str, str] = {}  # month -> its _created value's text: a few months, thousands of series
-        for values, value in series:
-            labels = get(values) or make(values)
-            month = values[0]
-            out.append(f"{name}{labels} {format_value(value)}\n")
-            if month != UNKNOWN_MONTH:
-                start = created_text.get(month)
-                if start is None:
-                    start = created_text[month] = format_value(month_start(month))
-                out.append(f"{created}{labels} {start}\n")
-
-
 # A cell's values, in the order of its value vector (see Exposition._vector): token sums, the
 # populations (baseline, sent of compacted, then of untouched), then dollars.
 _TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
@@ -189,8 +110,8 @@ class Exposition:
 
     def __init__(self, month_start: Callable[[str], float]) -> None:
         self.month_start = month_start
-        label_texts: dict[Labels, _LabelText] = {}
-        self.families = {spec.name: _Family(spec, label_texts.setdefault(spec.labels, _LabelText(spec.labels)))
+        label_texts: dict[Labels, LabelText] = {}
+        self.families = {spec.name: Family(spec, label_texts.setdefault(spec.labels, LabelText(spec.labels)))
                          for spec in catalog.CATALOG}
         # cell-derived sums: metric -> series labels -> value; each series' cells and which of their values
         self._sums: dict[str, dict[Labels, float | int]] = {}
@@ -352,13 +273,13 @@ class Exposition:
 
     def series(
         self, agg: Aggregates, health: Iterable[HealthSample]
-    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+    ) -> Iterator[tuple[Family, Iterable[tuple[Labels, float | int]]]]:
         """Every catalog family with its current series, in catalog order (``take`` then ``series_of``)."""
         return self.series_of(self.take(agg), health)
 
     def series_of(
         self, frame: Frame, health: Iterable[HealthSample]
-    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+    ) -> Iterator[tuple[Family, Iterable[tuple[Labels, float | int]]]]:
         """Every catalog family with its series as of ``frame``, in catalog order.
 
         The one view of the numbers: the text renderer and the OTLP push both read it.
@@ -404,7 +325,7 @@ class Exposition:
         """The exposition text as of ``frame``; reads no aggregates, so no pipeline lock is needed."""
         return self.render_series(self.series_of(frame, health), openmetrics)
 
-    def render_series(self, families: Iterable[tuple[_Family, Iterable[tuple[Labels, float | int]]]],
+    def render_series(self, families: Iterable[tuple[Family, Iterable[tuple[Labels, float | int]]]],
                       openmetrics: bool = False, extra: Iterable[str] = ()) -> bytes:
         """The exposition text of ``series_of``'s families, then ``extra`` (families written elsewhere:
         the process_* ones of ``exporter.exposition.collector``), then OpenMetrics' ``# EOF``."""

@@ -52,7 +52,7 @@ from exporter.engine.aggregate import (
 )
 from exporter.engine.cells import BASE_COMPACTED
 from exporter.engine.pipeline import MonthOf
-from exporter.exposition import render as render_module
+from exporter.exposition import lines
 from exporter.exposition.collector import cold_render_gc
 from exporter.exposition.render import Exposition
 from exporter.prices.table import PricedModel, load_price_table
@@ -148,7 +148,7 @@ def cold_runs(agg: Aggregates, registry: Any, runs: int) -> tuple[list[float], l
                 peer.append(time.process_time() - started)
                 continue
             agg.dirty_all = True  # what a restore or a replaced aggregates does
-            render_module._escape_once.cache_clear()
+            lines.escape_once.cache_clear()
             exposition = Exposition(MonthOf().start)
             started = time.process_time()
             if side == "ours":

@@ -12,7 +12,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.exposition.render import format_value
+from exporter.exposition.lines import format_value
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
