@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from exporter.exposition.render import UnknownMetric, escape, format_value
+from exporter.exposition.lines import escape, format_value
+from exporter.exposition.render import UnknownMetric
 
 log = logging.getLogger(__name__)
 # The metric types the writer below knows; ProcessCollector yields only these.

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
 from exporter import catalog
@@ -31,7 +30,6 @@ from exporter.engine.aggregate import (
     FRESH,
     OUTPUT,
     REQUESTS,
-    UNKNOWN_MONTH,
     WOULD_SAVE,
     WRITE_1H,
     WRITE_5M,
@@ -44,6 +42,7 @@ from exporter.engine.aggregate import (
 from exporter.engine.cells import populations
 from exporter.engine.gateway import GatewaySavings
 from exporter.exposition import breakdowns, gateway_series
+from exporter.exposition.lines import Family, LabelText
 from exporter.prices.table import PricedModel
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -92,71 +91,6 @@ def check_health_samples(samples: Iterable[HealthSample]) -> None:
                                 f"{sample.metric.labels!r}")
 
 
-def escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-_escape_once = lru_cache(maxsize=1 << 16)(escape)  # months, models, versions recur in thousands of series
-
-
-def format_value(value: float | int) -> str:
-    if type(value) is int:
-        return str(value)
-    if value != value:  # NaN
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
-
-
-class _LabelText:
-    """``{name="value",...}`` per label-value tuple, for every family with these label names.
-
-    Families that share label names (requests and output tokens; spend and the
-    cache dollars...) share the cache, so each series' text is built once, and a
-    value is escaped once however many series carry it.
-    """
-
-    def __init__(self, names: Labels) -> None:
-        self.template = "{{" + ",".join(f'{n}="{{}}"' for n in names) + "}}" if names else ""  # str.format
-        self.texts: dict[Labels, str] = {}
-
-    def __call__(self, values: Labels) -> str:
-        text = self.texts.get(values)
-        if text is None:
-            text = self.texts[values] = self.template.format(*map(_escape_once, values))
-        return text
-
-
-class _Family:
-    """One metric's series: label text cached per series, values looked up per scrape."""
-
-    def __init__(self, spec: catalog.MetricSpec, label_text: _LabelText) -> None:
-        self.spec = spec
-        self.labels_of = label_text
-        # the text format 0.0.4 has no info type: a gauge there, as prometheus_client writes it
-        text_type = "gauge" if spec.type == "info" else spec.type
-        self.text_header = f"# HELP {spec.name} {spec.help}\n# TYPE {spec.name} {text_type}\n"
-        self.om_header = f"# HELP {spec.family_name} {spec.help}\n# TYPE {spec.family_name} {spec.type}\n"
-        self.has_month = bool(spec.labels) and spec.labels[0] == catalog.MONTH
-
-    def render(self, series: Iterable[tuple[Labels, float | int]], out: list[str], openmetrics: bool,
-               month_start: Callable[[str], float]) -> None:
-        spec = self.spec
-        out.append(self.om_header if openmetrics else self.text_header)
-        name = spec.name
-        labels_of = self.labels_of
-        if not (openmetrics and spec.type == "counter" and self.has_month):
-            out.extend([f"{name}{labels_of(values)} {format_value(value)}\n" for values, value in series])
-            return
-        created = spec.family_name + "_created"
-        for values, value in series:
-            labels = labels_of(values)
-            out.append(f"{name}{labels} {format_value(value)}\n")
-            if values[0] != UNKNOWN_MONTH:
-                out.append(f"{created}{labels} {format_value(month_start(values[0]))}\n")
-
-
 # A cell's values, in the order of its value vector (see Exposition._vector): token sums, the
 # populations (baseline, sent of compacted, then of untouched), then dollars.
 _TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
@@ -178,8 +112,8 @@ class Exposition:
 
     def __init__(self, month_start: Callable[[str], float]) -> None:
         self.month_start = month_start
-        label_texts: dict[Labels, _LabelText] = {}
-        self.families = {spec.name: _Family(spec, label_texts.setdefault(spec.labels, _LabelText(spec.labels)))
+        label_texts: dict[Labels, LabelText] = {}
+        self.families = {spec.name: Family(spec, label_texts.setdefault(spec.labels, LabelText(spec.labels)))
                          for spec in catalog.CATALOG}
         # cell-derived sums: metric -> series labels -> value; each series' cells and which of their values
         self._sums: dict[str, dict[Labels, float | int]] = {}
@@ -204,6 +138,12 @@ class Exposition:
         found = self._cell_series.get(key)
         if found is not None:
             return found
+        self._new_cell(key)
+        return self._cell_series[key]
+
+    def _new_cell(self, key: CellKey) -> list[tuple[SeriesKey, int]]:
+        """File a cell not seen before under its series; its series with their value's index, to use at once
+        (only the series are kept: each kept pair would be one more object for the collector to track)."""
         month, model, tenant, method, rate_id = key
         base = (month, model, tenant)
         series: list[tuple[SeriesKey, int]] = [
@@ -236,8 +176,8 @@ class Exposition:
                 value_index[entry] = index
             else:
                 found_members.append(key)
-        keys = self._cell_series[key] = [entry for entry, _index in series]
-        return keys
+        self._cell_series[key] = [entry for entry, _index in series]
+        return series
 
     def _vector(self, key: CellKey) -> tuple[float | int, ...]:
         """All of a cell's series values: one ``cell_dollars`` per changed cell, not one per dollar series."""
@@ -296,6 +236,9 @@ class Exposition:
         seen = self._seen_cells
         for key, cell in frame.dirty:
             seen[key] = cell
+        if frame.reset:
+            self._sum_all(frame.dirty)
+            return
         # a dict, not a set: series first appear in cell order, the same in every
         # process (set order of str tuples changes with PYTHONHASHSEED)
         touched: dict[SeriesKey, None] = {}
@@ -315,15 +258,31 @@ class Exposition:
                 by_labels = sums[metric] = {}
             by_labels[labels] = total
 
+    def _sum_all(self, cells: list[tuple[CellKey, list[int]]]) -> None:
+        """Every series of a reset frame, summed in one pass over its cells in cell order.
+
+        The same additions, in the same order, as re-summing each series from its
+        members (``0 + first + second...``), so the floats are those of a steady
+        frame; without the per-series pass over the member lists.
+        """
+        sums, new_cell, vector = self._sums, self._new_cell, self._vector
+        for key, _cell in cells:  # a reset frame: every cell is new to the emptied caches
+            values = vector(key)
+            for (metric, labels), index in new_cell(key):
+                by_labels = sums.get(metric)
+                if by_labels is None:
+                    by_labels = sums[metric] = {}
+                by_labels[labels] = by_labels.get(labels, 0) + values[index]
+
     def series(
         self, agg: Aggregates, health: Iterable[HealthSample]
-    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+    ) -> Iterator[tuple[Family, Iterable[tuple[Labels, float | int]]]]:
         """Every catalog family with its current series, in catalog order (``take`` then ``series_of``)."""
         return self.series_of(self.take(agg), health)
 
     def series_of(
         self, frame: Frame, health: Iterable[HealthSample]
-    ) -> Iterator[tuple[_Family, Iterable[tuple[Labels, float | int]]]]:
+    ) -> Iterator[tuple[Family, Iterable[tuple[Labels, float | int]]]]:
         """Every catalog family with its series as of ``frame``, in catalog order.
 
         The one view of the numbers: the text renderer and the OTLP push both read it.
@@ -370,7 +329,7 @@ class Exposition:
         """The exposition text as of ``frame``; reads no aggregates, so no pipeline lock is needed."""
         return self.render_series(self.series_of(frame, health), openmetrics)
 
-    def render_series(self, families: Iterable[tuple[_Family, Iterable[tuple[Labels, float | int]]]],
+    def render_series(self, families: Iterable[tuple[Family, Iterable[tuple[Labels, float | int]]]],
                       openmetrics: bool = False, extra: Iterable[str] = ()) -> bytes:
         """The exposition text of ``series_of``'s families, then ``extra`` (families written elsewhere:
         the process_* ones of ``exporter.exposition.collector``), then OpenMetrics' ``# EOF``."""

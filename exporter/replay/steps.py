@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import IO, NamedTuple
 
-from exporter.exposition.render import escape, format_value
+from exporter.exposition.lines import escape, format_value
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -10,7 +10,7 @@ Sections (each module also runs alone, ``python -m tests.bench.<module>``):
             Python when it exists; skipped with the install line when LiteLLM is absent)
 - counting  bench_tokens (subprocess): fresh text vs raw tiktoken, 50-turn transcript cache
 - scrape    bench_exposition: render 1k/10k/100k series vs prometheus_client, cold and steady
-            (bench_scrape is an independent variant: alternating scrapes, medians, a single cold scrape)
+            (bench_scrape is an independent variant: alternating scrapes, medians, repeated cold scrapes)
 - sidecar   bench_tail (subprocess): burst and follow-with-rotation throughput; bench_lag: append->counted lag
 - memory    bench_ledger: the dedupe ledger vs the set-based one (bytes/id, checkpoint size, restore time);
             bench_memory: RSS with 1M dedupe ids + 10k series; RSS along an hour-equivalent of input
@@ -103,12 +103,15 @@ def scrape(quick: bool) -> list[Row]:
         for phase in ("cold", "steady"):
             ours, peer = r[f"ours_{phase}"], r[f"theirs_{phase}_no_created"]
             share = ours / peer
-            checked = size == 10_000 and phase == "steady"
+            if phase == "cold":  # no slower than prometheus_client at every size
+                target, met = "<= 1.00", verdict(share <= 1.0, f"{share:.2f}x the peer")
+            elif size == 10_000:
+                target, met = "<= 0.20", verdict(share <= 0.2, f"{share / 0.2:.1f}x the bound")
+            else:
+                target, met = "-", "n/a"
             rows.append(Row(
                 f"render {int(r['series']):,} series, {phase}" + (" (1% cells updated)" if phase == "steady" else ""),
-                f"{ours * 1e3:.1f} ms", f"{peer * 1e3:.1f} ms (prometheus_client)", f"{share:.2f}",
-                "<= 0.20" if checked else "-",
-                verdict(share <= 0.2, f"{share / 0.2:.1f}x the bound") if checked else "n/a",
+                f"{ours * 1e3:.1f} ms", f"{peer * 1e3:.1f} ms (prometheus_client)", f"{share:.2f}", target, met,
                 [f"prometheus_client with its default _created lines: {r[f'theirs_{phase}'] * 1e3:.1f} ms"],
             ))
     return rows
@@ -211,10 +214,14 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
 - **Cold scrape.** The first scrape after a start or a restore builds every series' label text and
   sum; later scrapes re-sum only the series of cells that changed (found by comparing each cell
   with its copy from the last scrape). Families with the same label names share label texts and a
-  cell's values are computed once (393M -> 270M instructions for a cold render of 10k series), but
-  the cold render still builds about 10k label strings where prometheus_client only formats them.
-  The 1/5 target is checked in steady state, the scrape Prometheus does every 15 s; the cold
-  figure is shown for what it is.
+  cell's values are computed once (393M -> 270M instructions for a cold render of 10k series). A
+  cold frame sums every series in one pass over the cells, in cell order (the same additions as
+  the steady re-sum, so the same floats); OpenMetrics' `_created` text is formatted once per month,
+  not once per series. Target: no slower than prometheus_client at every size. What bounds it at
+  100k series: the 16 series tuples and label strings built per cell, and the garbage collector,
+  which the benchmark leaves on (about a third of the cold render at 100k series); the sidecar
+  renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
+  figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
 """
 
 
@@ -255,7 +262,8 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
 - `tests/bench/bench_exposition.py`: `Exposition.render` over aggregates filled through the real `Pipeline` vs a
   private `CollectorRegistry` of labelled counters holding the same series, cold (a new `Exposition`) and with
   1% of cells updated between scrapes, best of 5. The table compares with the peer's `_created` lines disabled
-  (the same lines as ours). `tests/bench/bench_scrape.py` is an independent variant (medians, one cold scrape).
+  (the same lines as ours). `tests/bench/bench_scrape.py` is an independent variant (medians, alternating
+  scrapes; the cold render repeated with nothing cached, alone and as the sidecar serves it; the peer's version).
 - `tests/bench/bench_tail.py`, `tests/bench/bench_lag.py`: tailer throughput with rotation; a real `Sidecar`
   fed by a writer process at 10,000 lines/s, lag from append to counted.
 - `tests/bench/bench_memory.py`: VmRSS of fresh processes (1M dedupe ids + 10k series; an hour-equivalent of
