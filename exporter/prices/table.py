@@ -137,6 +137,10 @@ class PriceTable:
         from exporter.prices.tiers import priced_as
         return priced_as(self, base, ts, service_tier, prompt_tokens)
 
+    def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
+        version = self.version_at(ts)
+        return version.tiers.get(priced.model) if version is not None else None
+
     def _lookup(self, model: str, ts: float, provider: str | None) -> PricedModel | str:
         index = bisect.bisect_right(self._starts, ts) - 1
         key = (index, model, provider)

@@ -164,8 +164,7 @@ def priced_as(table: PriceTable, base: PricedModel, ts: float, service_tier: str
     A service tier the model does not list (nor ``default``) keeps the base rates with the provenance
     ``unknown`` (the engine flags it ``unknown_service_tier``): never silently the default.
     """
-    version = table.version_at(ts)
-    tiers = version.tiers.get(base.model) if version is not None else None
+    tiers = table.tiers_of(base, ts)
     if tiers is None:
         if service_tier is None or service_tier == DEFAULT_SERVICE_TIER:
             return base
