@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage
+from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage, service_tier_of
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Opt = Count | None | UnsetType  # UNSET: the key is absent; None: present, null
@@ -110,6 +110,7 @@ class _Line(msgspec.Struct, gc=False, kw_only=True):
     messages_before: Any = UNSET
     messages_after: Any = UNSET
     optimizer: _Optimizer | None = None
+    service_tier: str | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Line)
@@ -289,6 +290,13 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
                                       fast_usage(raw.optimizer.usage))
         except _Unusual:
             return None
+    service_tier = raw.service_tier
+    if service_tier:  # rare: a tier other than the default
+        service_tier = service_tier_of(service_tier)
+        if service_tier is None:
+            return None  # the reference path names the rejection
+    else:
+        service_tier = None
     return make_record(  # positional: Record's field order
         ts,
         request_id,
@@ -304,4 +312,5 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         flags,
         dialect if isinstance(dialect, str) else None,
         optimizer,
+        service_tier,
     )

@@ -1,0 +1,188 @@
+"""Price table v2: prompt-size tiers, service tiers, time windows, and the exact bill."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from fractions import Fraction
+
+import pytest
+
+from exporter.prices.table import PricedModel, PriceTableError, parse_price_table
+from exporter.prices.tiers import UNKNOWN_SERVICE_TIER, UsageTiers, bill
+
+V2 = """\
+schema: llm-savings-prices/v2
+versions:
+  - version: "2025-06-17"
+    effective_from: "2025-06-17T00:00:00Z"
+    families: {google: {}, anthropic: {cache_write_5m_multiplier: 1.25, cache_write_1h_multiplier: 2.0},
+               openai: {}, deepseek: {}}
+    models:
+      "gemini-2.5-pro":
+        family: google
+        input: 1.25
+        output: 10.0
+        cache_read: 0.125
+        tiers:
+          - above: 200000
+            input: 2.5
+            output: 15.0
+            cache_read: 0.25
+        service_tiers:
+          batch: {multiplier: 0.5}
+          priority: {input: 2.5, output: 20.0, cache_read: 0.25, tiers: [{above: 200000, input: 5.0}]}
+      "claude-sonnet-4-5":
+        family: anthropic
+        input: 3.0
+        output: 15.0
+        cache_read: 0.3
+        cache_write_5m: 3.75
+        cache_write_1h: 6.0
+        tiers:
+          - {above: 200000, input: 6.0, output: 22.5, cache_read: 0.6, cache_write_5m: 7.5, cache_write_1h: 12.0}
+        service_tiers:
+          batch: {multiplier: 0.5}
+      "gpt-5":
+        family: openai
+        input: 1.25
+        output: 10.0
+        cache_read: 0.125
+        service_tiers:
+          flex: {input: 0.625, output: 5.0, cache_read: 0.0625}
+          priority: {input: 2.5, output: 20.0, cache_read: 0.25}
+          batch: {multiplier: 0.5}
+      "deepseek-chat":
+        family: deepseek
+        input: 0.27
+        output: 1.1
+        cache_read: 0.07
+        time_windows:
+          - name: off_peak
+            zone: "UTC"
+            start: "16:30"
+            end: "00:30"
+            input: 0.135
+            output: 0.55
+            cache_read: 0.035
+      "plain":
+        input: 1.0
+        output: 2.0
+"""
+
+JUNE = datetime(2025, 7, 1, 12, 0, tzinfo=UTC).timestamp()
+
+
+def _at(hour: int, minute: int) -> float:
+    return datetime(2025, 7, 1, hour, minute, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture(scope="module")
+def table():
+    return parse_price_table(V2, "v2.yaml")
+
+
+def _priced(table, model, **kw) -> PricedModel:
+    found = table.lookup(model, kw.pop("ts", JUNE), **kw)
+    assert isinstance(found, PricedModel), found
+    return found
+
+
+def test_gemini_prompt_tier_whole_request(table):
+    below = _priced(table, "gemini-2.5-pro", prompt_tokens=200_000)
+    above = _priced(table, "gemini-2.5-pro", prompt_tokens=200_001)
+    assert (below.input, below.output, below.tier) == (1.25, 10.0, "")
+    assert (above.input, above.output, above.cache_read, above.tier) == (2.5, 15.0, 0.25, "above_200000")
+    usage = UsageTiers(250_000, 0, 0, 0, 1_000)
+    assert bill(usage, above) == Fraction(250_000 * 25, 10 * 10**6) + Fraction(1_000 * 15, 10**6)
+
+
+def test_service_tiers_pick_the_rate_set_then_the_prompt_tier(table):
+    batch = _priced(table, "gemini-2.5-pro", service_tier="batch", prompt_tokens=300_000)
+    assert (batch.input, batch.output, batch.cache_read, batch.service_tier, batch.tier) == (
+        1.25, 7.5, 0.125, "batch", "above_200000")
+    priority = _priced(table, "gemini-2.5-pro", service_tier="priority", prompt_tokens=300_000)
+    assert (priority.input, priority.output) == (5.0, 20.0)  # the tier's omitted output keeps priority's
+    flex = _priced(table, "gpt-5", service_tier="flex")
+    assert (flex.input, flex.output, flex.cache_read, flex.service_tier) == (0.625, 5.0, 0.0625, "flex")
+    assert _priced(table, "gpt-5", service_tier="default") == _priced(table, "gpt-5")
+
+
+def test_claude_1m_context_above_200k(table):
+    priced = _priced(table, "claude-sonnet-4-5", prompt_tokens=500_000)
+    assert (priced.input, priced.cache_write_5m, priced.cache_write_1h) == (6.0, 7.5, 12.0)
+    batch = _priced(table, "claude-sonnet-4-5", prompt_tokens=500_000, service_tier="batch")
+    assert (batch.input, batch.output, batch.cache_read) == (3.0, 11.25, 0.3)
+
+
+def test_unknown_service_tier_is_base_rates_with_provenance(table):
+    odd = _priced(table, "gpt-5", service_tier="scale")
+    base = _priced(table, "gpt-5")
+    assert (odd.input, odd.output, odd.service_tier) == (base.input, base.output, UNKNOWN_SERVICE_TIER)
+    assert _priced(table, "plain", service_tier="flex").service_tier == UNKNOWN_SERVICE_TIER
+    assert _priced(table, "plain") == _priced(table, "plain", service_tier="default")
+
+
+@pytest.mark.parametrize(("hour", "minute", "window"), [
+    (16, 29, ""), (16, 30, "off_peak"), (23, 59, "off_peak"), (0, 0, "off_peak"), (0, 29, "off_peak"),
+    (0, 30, ""), (12, 0, "")])
+def test_deepseek_off_peak_wraps_midnight(table, hour, minute, window):
+    priced = _priced(table, "deepseek-chat", ts=_at(hour, minute))
+    assert priced.window == window
+    assert priced.input == (0.135 if window else 0.27)
+
+
+def test_v1_lookup_unchanged(table):
+    plain = _priced(table, "plain")
+    assert (plain.tier, plain.service_tier, plain.window) == ("", "", "")
+    assert plain is table.lookup("plain", JUNE)
+
+
+def test_bill_is_exact_in_written_decimals():
+    rates = PricedModel("v", "m", "", 0.1, 0.3, 0.01, 0.125, 0.2)
+    assert bill(UsageTiers(3, 7, 1, 1, 10), rates) == (Fraction(3, 10) + Fraction(7, 100) + Fraction(1, 8)
+                                                      + Fraction(1, 5) + 3) / 10**6
+
+
+def _bad(old: str, new: str) -> str:
+    assert old in V2
+    return V2.replace(old, new, 1)
+
+
+BAD = [
+    ("tier above not a number", _bad("above: 200000", "above: lots"), "gemini-2.5-pro.tiers[0].above",
+     "positive whole number"),
+    ("tiers not ascending", _bad("tiers: [{above: 200000", "tiers: [{above: 300000, input: 6}, {above: 200000"),
+     "tiers[1].above", "must ascend"),
+    ("tier without rates", _bad("    input: 2.5\n            output: 15.0\n            cache_read: 0.25\n", "\n"),
+     "tiers[0]", "at least one rate"),
+    ("tier unknown key", _bad("- above: 200000", "- above: 200000\n            rate: 3"), "tiers[0].rate",
+     "unknown key"),
+    ("service tier reserved", _bad("batch: {multiplier: 0.5}", "unknown: {multiplier: 0.5}"),
+     "service_tiers.unknown", "reserved"),
+    ("service tier bad name", _bad("batch: {multiplier: 0.5}", "Batch Tier: {multiplier: 0.5}"),
+     "service_tiers.Batch Tier", "service tier name"),
+    ("service tier both", _bad("batch: {multiplier: 0.5}", "batch: {multiplier: 0.5, input: 1}"),
+     "service_tiers.batch", "not both"),
+    ("service tier zero multiplier", _bad("batch: {multiplier: 0.5}", "batch: {multiplier: 0}"),
+     "service_tiers.batch.multiplier", "positive"),
+    ("window bad zone", _bad('zone: "UTC"', 'zone: "Mars/Olympus"'), "time_windows[0].zone", "IANA"),
+    ("window bad time", _bad('start: "16:30"', 'start: "25:00"'), "time_windows[0].start", "HH:MM"),
+    ("window no rates", _bad("            input: 0.135\n            output: 0.55\n            cache_read: 0.035\n",
+                             ""), "time_windows[0]", "multiplier or at least one rate"),
+    ("window bad name", _bad("name: off_peak", "name: Off Peak"), "time_windows[0].name", "window name"),
+    ("window missing zone", _bad('            zone: "UTC"\n', ""), "time_windows[0]", "missing key 'zone'"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "key", "message"), BAD, ids=[b[0] for b in BAD])
+def test_v2_errors_name_file_line_key(name, text, key, message):
+    with pytest.raises(PriceTableError) as info:
+        parse_price_table(text, "bad.yaml")
+    error = str(info.value)
+    assert error.startswith("bad.yaml:"), error
+    assert key in error and message in error, error
+
+
+def test_v2_keys_refused_in_a_v1_file():
+    with pytest.raises(PriceTableError, match="unknown key 'tiers'"):
+        parse_price_table(V2.replace("prices/v2", "prices/v1"), "v1.yaml")
