@@ -94,8 +94,8 @@ def test_imported_table_prices_every_request_as_calc_price() -> None:
                     theirs = model.calc_price(request, provider, genai_request_timestamp=when,
                                               price_context=_context(tier)).total_price
                 compared += 1
-                seen.update(kind for kind, value in (("tier", priced.tier), ("window", priced.window),
-                                                     ("service_tier", priced.service_tier)) if value not in ("", "unknown"))
+                provenance = (("tier", priced.tier), ("window", priced.window), ("service_tier", priced.service_tier))
+                seen.update(kind for kind, value in provenance if value not in ("", "unknown"))
                 seen.update(["version"] if table.version_at(ts) is not table.versions[0] else [])
                 if ours != Fraction(Decimal(theirs)):
                     mismatches.append(f"{name} at {when.isoformat()} tier={tier} {usage}: ours {float(ours)!r} "
