@@ -15,14 +15,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
-import pytest
+import genai_prices
+from genai_prices import data_snapshot
 
-genai_prices = pytest.importorskip("genai_prices")
-from genai_prices import data_snapshot  # noqa: E402
-
-from exporter.prices.importers.genai_prices import convert, genai_resolver  # noqa: E402
-from exporter.prices.table import parse_price_table  # noqa: E402
-from exporter.prices.tiers import UsageTiers, bill  # noqa: E402
+from exporter.prices.importers.genai_prices import convert, genai_resolver
+from exporter.prices.table import parse_price_table
+from exporter.prices.tiers import UsageTiers, bill
 
 PROVIDERS = ("openai", "anthropic", "google", "deepseek", "aws", "azure", "mistral", "x-ai")
 SEED = 14
