@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--out", metavar="FILE", help="write here (default: stdout)")
     gen.add_argument("--provider", action="append", metavar="ID",
                      help="only this genai-prices provider id (repeatable; default: every provider)")
+    gen.add_argument("--since", metavar="DATE",
+                     help="only the versions from this day (YYYY-MM-DD), the first with the prices in force "
+                          "then; older traffic is unpriced (default: the whole history)")
     gen.add_argument("--names", metavar="FILE",
                      help="extra model names to resolve into aliases, one per line (e.g. from your gateway's logs)")
 
@@ -312,6 +315,11 @@ def run_import_genai_prices(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             print(f"--names {args.names}: cannot read: {exc}", file=sys.stderr)
             return 1
+    try:
+        since = None if args.since is None else date.fromisoformat(args.since)
+    except ValueError:
+        print(f"--since: expected a date YYYY-MM-DD, got {args.since!r}", file=sys.stderr)
+        return 2
     snapshot = data_snapshot.get_snapshot()
     providers = [p for p in snapshot.providers if not args.provider or p.id in args.provider]
     unknown = sorted(set(args.provider or ()) - {p.id for p in providers})
@@ -321,7 +329,7 @@ def run_import_genai_prices(args: argparse.Namespace) -> int:
         return 2
     try:
         result = convert_genai(providers, genai_resolver(snapshot), source=f"genai-prices {genai_prices.__version__}",
-                               extra_names=extra)
+                               extra_names=extra, since=since)
     except GenaiPricesImportError as exc:
         print(f"genai-prices: {exc}", file=sys.stderr)
         return 1
@@ -329,7 +337,7 @@ def run_import_genai_prices(args: argparse.Namespace) -> int:
     try:
         table = parse_price_table(result.text, destination)
     except PriceTableError as exc:  # e.g. more values than the loader's guard: choose providers
-        print(f"the converted table does not validate: {exc} (choose providers with --provider)", file=sys.stderr)
+        print(f"the converted table does not validate: {exc} (import fewer: --provider, --since)", file=sys.stderr)
         return 1
     if args.out:
         Path(args.out).write_text(result.text, encoding="utf-8")

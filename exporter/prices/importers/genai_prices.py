@@ -322,13 +322,19 @@ def _aliases(providers: Sequence[Any], resolve: Resolver, extra: Sequence[str], 
     return aliases
 
 
-def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_names: Sequence[str] = ()
-            ) -> ImportResult:
-    """genai-prices providers -> the text of a price table v2, every price change a version."""
+def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_names: Sequence[str] = (),
+            since: date | None = None) -> ImportResult:
+    """genai-prices providers -> the text of a price table v2, every price change a version.
+
+    With ``since``, only the versions from that day: the first holds the prices in force then
+    (older traffic is unpriced, ``before_first_version``), so a table of every provider fits.
+    """
     if not isinstance(providers, list | tuple) or not all(hasattr(p, "models") for p in providers):
         raise GenaiPricesImportError("expected genai-prices' list of providers")
     result = ImportResult(text="", models=0, versions=0, aliases=0)
     days = _dates(providers)
+    if since is not None:
+        days = sorted({since, *(d for d in days if d > since)})
     states: dict[str, list[ModelState]] = {}
     owner: dict[str, str] = {}
     for provider in providers:
@@ -357,10 +363,10 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
     ]
     families = sorted(set(owner.values()))
     for index, day in enumerate(days):
-        label = "genai-prices-base" if index == 0 else f"genai-prices-{day.isoformat()}"
+        label = "genai-prices-base" if day == BASE_DATE else f"genai-prices-{day.isoformat()}"
         out.append(f"  - version: {_q(label)}")
         out.append(f"    effective_from: \"{day.isoformat()}T00:00:00Z\"")
-        why = "prices before every dated change" if index == 0 else f"prices from {day.isoformat()}"
+        why = "prices before every dated change" if day == BASE_DATE else f"prices from {day.isoformat()}"
         out.append(f"    source: {_q(f'{source}: {why}')}")
         out.append("    families: {" + ", ".join(f"{_q(f)}: {{}}" for f in families) + "}")
         out.append("    models:")
