@@ -42,3 +42,17 @@ def test_unknown_provider_is_refused_naming_the_known_ones(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "unknown genai-prices provider nope" in err and "openai" in err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_since_keeps_the_versions_from_that_day_and_a_bad_date_is_refused(tmp_path, capsys):
+    out = tmp_path / "recent.yaml"
+    assert main(["prices", "import-genai-prices", "--provider", "openai", "--since", "2025-06-10",
+                 "--out", str(out)]) == 0
+    table = load_price_table(out)
+    assert table.versions[0].effective_from_text == "2025-06-10T00:00:00Z"
+    assert table.lookup("openai/o3", _ts("2025-06-09T23:59:59")) == "before_first_version"
+    o3 = table.lookup("openai/o3", _ts("2025-06-10T00:00:00"))
+    assert isinstance(o3, PricedModel) and (o3.input, o3.output) == (2.0, 8.0)
+    capsys.readouterr()
+    assert main(["prices", "import-genai-prices", "--since", "June", "--out", str(tmp_path / "x.yaml")]) == 2
+    assert "--since: expected a date YYYY-MM-DD, got 'June'" in capsys.readouterr().err
