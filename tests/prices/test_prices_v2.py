@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter.prices.table import PricedModel, PriceTableError, parse_price_table
 from exporter.prices.tiers import UNKNOWN_SERVICE_TIER, UsageTiers, bill
@@ -186,3 +188,16 @@ def test_v2_errors_name_file_line_key(name, text, key, message):
 def test_v2_keys_refused_in_a_v1_file():
     with pytest.raises(PriceTableError, match="unknown key 'tiers'"):
         parse_price_table(V2.replace("prices/v2", "prices/v1"), "v1.yaml")
+
+
+usages = st.builds(UsageTiers, *(st.integers(0, 10**7) for _ in range(5)))
+
+
+@given(usages, st.sampled_from(["fresh", "cache_read", "cache_write_5m", "cache_write_1h", "output"]),
+       st.integers(0, 10**6), st.sampled_from([None, "batch", "priority", "scale"]))
+def test_bill_is_monotone_in_tokens_within_a_tier(usage, kind, more, service_tier):
+    table = parse_price_table(V2, "v2.yaml")
+    rates = table.lookup("gemini-2.5-pro", JUNE, service_tier=service_tier, prompt_tokens=usage.prompt)
+    bigger = usage._replace(**{kind: getattr(usage, kind) + more})
+    assert isinstance(rates, PricedModel)
+    assert bill(bigger, rates) >= bill(usage, rates) >= 0
