@@ -201,3 +201,28 @@ def test_bill_is_monotone_in_tokens_within_a_tier(usage, kind, more, service_tie
     bigger = usage._replace(**{kind: getattr(usage, kind) + more})
     assert isinstance(rates, PricedModel)
     assert bill(bigger, rates) >= bill(usage, rates) >= 0
+
+
+def test_prices_show_prints_tiers_service_tiers_and_windows(tmp_path, capsys):
+    from exporter.cli.main import main
+
+    path = tmp_path / "v2.yaml"
+    path.write_text(V2, encoding="utf-8")
+    assert main(["prices", "show", "gemini-2.5-pro", "--prices", str(path), "--at", "2025-07-01T00:00:00Z"]) == 0
+    out = capsys.readouterr().out
+    assert "prompt > 200000 tokens (whole request): input=2.5 output=15 cache_read=0.25" in out
+    assert "service tier batch: input=0.625 output=5 cache_read=0.0625" in out
+    assert "service tier priority: input=2.5 output=20" in out and "prompt > 200000 tokens: input=5 output=20" in out
+    assert main(["prices", "show", "deepseek-chat", "--prices", str(path), "--at", "2025-07-01T00:00:00Z"]) == 0
+    assert "window off_peak: 16:30-00:30 UTC: input=0.135 output=0.55 cache_read=0.035" in capsys.readouterr().out
+
+
+def test_prices_validate_names_file_line_key_of_a_v2_error(tmp_path, capsys):
+    from exporter.cli.main import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(_bad('start: "16:30"', 'start: "16:75"'), encoding="utf-8")
+    assert main(["prices", "validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    line = V2.splitlines().index('            start: "16:30"') + 1
+    assert f"{path}:{line}" in err and "deepseek-chat.time_windows[0].start" in err and "'16:75'" in err
