@@ -66,6 +66,13 @@ versions:
             input: 0.135
             output: 0.55
             cache_read: 0.035
+      "deepseek-reasoner":
+        family: deepseek
+        input: 0.55
+        output: 2.19
+        cache_read: 0.14
+        time_windows:
+          - {name: off_peak, zone: "UTC", start: "16:30", end: "00:30", multiplier: 0.25}
       "plain":
         input: 1.0
         output: 2.0
@@ -107,6 +114,10 @@ def test_service_tiers_pick_the_rate_set_then_the_prompt_tier(table):
     flex = _priced(table, "gpt-5", service_tier="flex")
     assert (flex.input, flex.output, flex.cache_read, flex.service_tier) == (0.625, 5.0, 0.0625, "flex")
     assert _priced(table, "gpt-5", service_tier="default") == _priced(table, "gpt-5")
+    batch = _priced(table, "gpt-5", service_tier="batch")
+    assert (batch.input, batch.output, batch.cache_read) == (0.625, 5.0, 0.0625)
+    priority = _priced(table, "gpt-5", service_tier="priority")
+    assert (priority.input, priority.output, priority.cache_read) == (2.5, 20.0, 0.25)
 
 
 def test_claude_1m_context_above_200k(table):
@@ -131,6 +142,12 @@ def test_deepseek_off_peak_wraps_midnight(table, hour, minute, window):
     priced = _priced(table, "deepseek-chat", ts=_at(hour, minute))
     assert priced.window == window
     assert priced.input == (0.135 if window else 0.27)
+
+
+def test_deepseek_reasoner_off_peak_is_75_percent_off(table):
+    priced = _priced(table, "deepseek-reasoner", ts=_at(17, 0))
+    assert (priced.input, priced.output, priced.cache_read, priced.window) == (0.1375, 0.5475, 0.035, "off_peak")
+    assert bill(UsageTiers(1_000_000, 0, 0, 0, 1_000_000), priced) == Fraction(685, 1000)
 
 
 def test_v1_lookup_unchanged(table):
