@@ -236,7 +236,26 @@ def _print_explanation(info: dict[str, Any]) -> None:
             print(f"    {method:<24} {factor:g}")
     else:
         print("  billed-token factors: none (other count methods get factor 1.0, 'default')")
+    if "v2" in info:
+        _print_tiers(info["v2"])
     print(f"  table     {info['table']} sha256 {info['table_sha256'][:12]}")
+
+
+def _rates_text(rates: dict[str, float]) -> str:
+    return " ".join(f"{key}={value:g}" for key, value in rates.items())
+
+
+def _print_tiers(v2: dict[str, Any]) -> None:
+    """A v2 model's prompt tiers, service tiers and windows (their final rates, USD per million)."""
+    for tier in v2["tiers"]:
+        print(f"  prompt > {tier['above']} tokens (whole request): {_rates_text(tier['rates'])}")
+    for name, found in v2["service_tiers"].items():
+        print(f"  service tier {name}: {_rates_text(found['rates'])}")
+        for tier in found["tiers"]:
+            print(f"    prompt > {tier['above']} tokens: {_rates_text(tier['rates'])}")
+    for window in v2["time_windows"]:
+        how = f"x{window['multiplier']:g}" if window["multiplier"] is not None else _rates_text(window["rates"])
+        print(f"  window {window['name']}: {window['start']}-{window['end']} {window['zone']}: {how}")
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -10,10 +10,12 @@ sidecar's ingest loop holds ``lock`` while it feeds a batch).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from msgspec.structs import astuple
@@ -242,7 +244,8 @@ class Pipeline:
             if route[6] & UNKNOWN_TIER:
                 agg.count(agg.flagged, (month, "unknown_service_tier"))
             if route[6] & TIERED:
-                route = self._tiered(key, ts, usage)
+                saved_tokens = before - after if has_savings and before > after else 0  # type: ignore[operator]
+                route = self._tiered(key, ts, usage, saved_tokens, would_save or 0)
         cell, cell_key, unpriced, unattributed, compacted, untouched, _ = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
@@ -327,12 +330,32 @@ class Pipeline:
         # a route holds its cell: routes are only good while the aggregates keep this cells dict
         self._routes_cells = aggregates.cells if aggregates is not None else None
 
-    def _tiered(self, key: RouteKey, ts: float, usage: Usage | None) -> Route:
-        """The route of one record of a model with prompt-size tiers or time windows: by its own rates."""
+    def _tiered(self, key: RouteKey, ts: float, usage: Usage | None, saved: int, would_save: int) -> Route:
+        """The route of one record of a model with prompt-size tiers or time windows: by its own rates.
+
+        When the counterfactual (saved x factor put back as fresh input, or would-have-saved x factor
+        removed) falls in another prompt tier, its rates ride along in the ``PricedModel`` (``cliff_*``):
+        such records get cells of their own and ``cells.cliff_dollars`` adds the jump, exactly.
+        """
         prompt = 0 if usage is None else (usage.fresh_input + usage.cache_read + usage.cache_write_5m
                                           + usage.cache_write_1h)
-        priced = self._prices.lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=prompt)
+        lookup = self._prices.lookup
+        priced = lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=prompt)
         assert isinstance(priced, PricedModel)  # the route's lookup priced this model
+        if saved or would_save:
+            factor = priced.factor(key[5] or None)[0]
+            cliffs: dict[str, Any] = {}
+            for name, tokens in (("cliff_saved", prompt + math.ceil(saved * factor)),
+                                 ("cliff_would", max(0, math.ceil(prompt - would_save * factor)))):
+                if tokens != prompt:
+                    other = lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=tokens)
+                    assert isinstance(other, PricedModel)
+                    rates = (other.input, other.output, other.cache_read, other.cache_write_5m, other.cache_write_1h)
+                    if rates != (priced.input, priced.output, priced.cache_read, priced.cache_write_5m,
+                                 priced.cache_write_1h):
+                        cliffs[name] = rates
+            if cliffs:
+                priced = replace(priced, **cliffs)
         tiered_key = (key, priced)
         route = self._tiered_routes.get(tiered_key)
         if route is None:

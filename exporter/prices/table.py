@@ -1,4 +1,4 @@
-"""Versioned price table v1 (docs/prices.md): load, validate, look up.
+"""Versioned price table v1 and v2 (docs/prices.md; v2's tiers in ``prices.tiers``): load, validate, look up.
 
 A request is priced by the version whose ``effective_from`` is the latest one
 not after its ``ts``; each version is complete on its own. A model unknown to
@@ -7,9 +7,8 @@ rate missing from a model falls back to its family's multiplier of the input
 rate, else to the plain input rate (no invented premium); a missing
 cache-read rate falls back to the input rate (no invented discount).
 
-A model may carry a ``tokenizer`` key (optional, a v1 extension): models that
-tokenize text alike share it, and ``calibrate`` measures billed-token factors
-per key; pricing never reads it.
+A model may carry a ``tokenizer`` key (optional): models that tokenize text alike
+share it, and ``calibrate`` measures billed-token factors per key; pricing never reads it.
 
 Validation errors name file, line, key and value (``exporter.yamlpos``).
 What the lookup returns, ``PricedModel``, is frozen and hashable: the
@@ -40,7 +39,6 @@ SCHEMA = "llm-savings-prices/v1"
 SCHEMA_V2 = "llm-savings-prices/v2"  # v1 plus per-model tiers, service_tiers, time_windows (prices.tiers)
 PER_MILLION = 1_000_000.0
 BUNDLED_PRICES = Path(__file__).parent.parent / "data" / "prices.yaml"
-
 PROVIDER_METHOD = "provider"
 
 
@@ -69,6 +67,9 @@ class PricedModel:
     tier: str = ""
     service_tier: str = ""
     window: str = ""
+    # a saving across a prompt tier: the counterfactual's rates in field order (engine.pipeline._tiered)
+    cliff_saved: tuple[float, ...] = ()
+    cliff_would: tuple[float, ...] = ()
 
     def factor(self, method: str | None) -> tuple[float, str]:
         """Billed-token factor for a count method and where it came from."""
@@ -107,8 +108,7 @@ class PriceVersion:
             name = qualified if qualified in self.models else self.aliases.get(qualified)
         return None if name is None else self.models[name]
 
-    def tokenizer(self, model: str) -> str | None:
-        """The model-level ``tokenizer`` key (table v1 extension): models that tokenize alike share it."""
+    def tokenizer(self, model: str) -> str | None:  # the model's ``tokenizer`` key: models tokenizing alike share it
         return self.model_meta.get(model, {}).get("tokenizer")
 
 

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter.prices.table import PricedModel, PriceTableError, parse_price_table
 from exporter.prices.tiers import UNKNOWN_SERVICE_TIER, UsageTiers, bill
@@ -64,6 +66,13 @@ versions:
             input: 0.135
             output: 0.55
             cache_read: 0.035
+      "deepseek-reasoner":
+        family: deepseek
+        input: 0.55
+        output: 2.19
+        cache_read: 0.14
+        time_windows:
+          - {name: off_peak, zone: "UTC", start: "16:30", end: "00:30", multiplier: 0.25}
       "plain":
         input: 1.0
         output: 2.0
@@ -105,6 +114,10 @@ def test_service_tiers_pick_the_rate_set_then_the_prompt_tier(table):
     flex = _priced(table, "gpt-5", service_tier="flex")
     assert (flex.input, flex.output, flex.cache_read, flex.service_tier) == (0.625, 5.0, 0.0625, "flex")
     assert _priced(table, "gpt-5", service_tier="default") == _priced(table, "gpt-5")
+    batch = _priced(table, "gpt-5", service_tier="batch")
+    assert (batch.input, batch.output, batch.cache_read) == (0.625, 5.0, 0.0625)
+    priority = _priced(table, "gpt-5", service_tier="priority")
+    assert (priority.input, priority.output, priority.cache_read) == (2.5, 20.0, 0.25)
 
 
 def test_claude_1m_context_above_200k(table):
@@ -129,6 +142,12 @@ def test_deepseek_off_peak_wraps_midnight(table, hour, minute, window):
     priced = _priced(table, "deepseek-chat", ts=_at(hour, minute))
     assert priced.window == window
     assert priced.input == (0.135 if window else 0.27)
+
+
+def test_deepseek_reasoner_off_peak_is_75_percent_off(table):
+    priced = _priced(table, "deepseek-reasoner", ts=_at(17, 0))
+    assert (priced.input, priced.output, priced.cache_read, priced.window) == (0.1375, 0.5475, 0.035, "off_peak")
+    assert bill(UsageTiers(1_000_000, 0, 0, 0, 1_000_000), priced) == Fraction(685, 1000)
 
 
 def test_v1_lookup_unchanged(table):
@@ -186,3 +205,41 @@ def test_v2_errors_name_file_line_key(name, text, key, message):
 def test_v2_keys_refused_in_a_v1_file():
     with pytest.raises(PriceTableError, match="unknown key 'tiers'"):
         parse_price_table(V2.replace("prices/v2", "prices/v1"), "v1.yaml")
+
+
+usages = st.builds(UsageTiers, *(st.integers(0, 10**7) for _ in range(5)))
+
+
+@given(usages, st.sampled_from(["fresh", "cache_read", "cache_write_5m", "cache_write_1h", "output"]),
+       st.integers(0, 10**6), st.sampled_from([None, "batch", "priority", "scale"]))
+def test_bill_is_monotone_in_tokens_within_a_tier(usage, kind, more, service_tier):
+    table = parse_price_table(V2, "v2.yaml")
+    rates = table.lookup("gemini-2.5-pro", JUNE, service_tier=service_tier, prompt_tokens=usage.prompt)
+    bigger = usage._replace(**{kind: getattr(usage, kind) + more})
+    assert isinstance(rates, PricedModel)
+    assert bill(bigger, rates) >= bill(usage, rates) >= 0
+
+
+def test_prices_show_prints_tiers_service_tiers_and_windows(tmp_path, capsys):
+    from exporter.cli.main import main
+
+    path = tmp_path / "v2.yaml"
+    path.write_text(V2, encoding="utf-8")
+    assert main(["prices", "show", "gemini-2.5-pro", "--prices", str(path), "--at", "2025-07-01T00:00:00Z"]) == 0
+    out = capsys.readouterr().out
+    assert "prompt > 200000 tokens (whole request): input=2.5 output=15 cache_read=0.25" in out
+    assert "service tier batch: input=0.625 output=5 cache_read=0.0625" in out
+    assert "service tier priority: input=2.5 output=20" in out and "prompt > 200000 tokens: input=5 output=20" in out
+    assert main(["prices", "show", "deepseek-chat", "--prices", str(path), "--at", "2025-07-01T00:00:00Z"]) == 0
+    assert "window off_peak: 16:30-00:30 UTC: input=0.135 output=0.55 cache_read=0.035" in capsys.readouterr().out
+
+
+def test_prices_validate_names_file_line_key_of_a_v2_error(tmp_path, capsys):
+    from exporter.cli.main import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(_bad('start: "16:30"', 'start: "16:75"'), encoding="utf-8")
+    assert main(["prices", "validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    line = V2.splitlines().index('            start: "16:30"') + 1
+    assert f"{path}:{line}" in err and "deepseek-chat.time_windows[0].start" in err and "'16:75'" in err
