@@ -172,6 +172,12 @@ DUPLICATES_TOTAL = _c(
 RECORDS_REJECTED_TOTAL = _c(
     "records_rejected_total", "records", "Records rejected, by bounded reason (month 'unknown' when unusable).",
     (MONTH, "reason"), "provenance")
+PRICED_REQUESTS_TOTAL = _c(
+    "priced_requests_total", "requests",
+    "Requests priced by a v2 rate set other than the model's base rates: which prompt tier (tier, e.g. "
+    "above_200000), service tier and time window priced their dollars; base, default and none where that part "
+    "did not apply. Bounded by the price table; requests_total minus these were priced at base rates.",
+    (MONTH, "model", "price_version", "tier", "service_tier", "window"), "provenance")
 RECORDS_FLAGGED_TOTAL = _c(
     "records_flagged_total", "records",
     "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
@@ -278,6 +284,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     DUPLICATES_TOTAL,
     RECORDS_REJECTED_TOTAL,
     RECORDS_FLAGGED_TOTAL,
+    PRICED_REQUESTS_TOTAL,
     PRICE_TABLE_INFO,
     PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS,
     BUILD_INFO,

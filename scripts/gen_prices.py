@@ -8,6 +8,13 @@ price changes we know the date of. Edit this file, then run
 
     python scripts/gen_prices.py            # rewrite exporter/data/prices.yaml
     python scripts/gen_prices.py --check    # exit 1 if the committed file is stale
+    python scripts/gen_prices.py --cross-check-genai   # every disagreement with genai-prices
+
+Two community files cross-check the transcription: LiteLLM's (``LITELLM_CHECK``) and
+pydantic's genai-prices (``--cross-check-genai``: every catalogue model at every version,
+priced by genai-prices at noon UTC of the version's date, outside DeepSeek's windows). Where
+they disagree, the provider's published rate (the transcription) wins; the report names the
+source of each figure. The check only reports: it never rewrites the bundled table.
 
 Rates are USD per million tokens, list prices of the providers' pricing
 pages (``source`` per model). Long-context tiers (e.g. > 200k prompt tokens)
@@ -397,10 +404,61 @@ def render() -> str:
     return "\n".join(out) + "\n"
 
 
+GENAI_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "google": "google", "bedrock": "aws",
+                  "mistral": "mistral", "deepseek": "deepseek"}
+_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+
+def _ours(model: Model, rates: Rates) -> tuple[float, ...]:
+    """A catalogue entry's five rates as the loader derives them (family multipliers, input fallback)."""
+    premium = model.family == "anthropic"
+    base = rates["input"]
+    return (base, rates["output"], rates.get("cache_read", base),
+            rates.get("cache_write_5m", base * 1.25 if premium else base),
+            rates.get("cache_write_1h", base * 2.0 if premium else base))
+
+
+def cross_check_genai() -> list[str]:
+    """Every rate where genai-prices disagrees with the transcription, or has no such model."""
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    import genai_prices
+    from genai_prices import data_snapshot
+
+    sys.path.insert(0, str(OUT.parent.parent.parent))
+    from exporter.prices.importers.genai_prices import _flat, _prices_dict
+
+    snapshot = data_snapshot.get_snapshot()
+    found: list[str] = [f"genai-prices {genai_prices.__version__} vs the transcription (provider pages win):"]
+    for label, _why, overrides in VERSIONS:
+        moment = datetime.fromisoformat(f"{label}T12:00:00").replace(tzinfo=UTC)
+        for model in CATALOGUE:
+            rates = dict(overrides.get(model.name, model.rates))
+            try:
+                _, info = snapshot.find_provider_model(model.name, None, GENAI_PROVIDER[model.provider], None)
+            except LookupError:
+                if label == VERSIONS[-1][0]:
+                    found.append(f"  {model.name}: genai-prices does not know this model")
+                continue
+            theirs = _flat(_prices_dict(info.get_prices(moment)), None)
+            for key, mine, other in zip(_KEYS, _ours(model, rates), theirs, strict=True):
+                if abs(Decimal(repr(mine)) - other) > Decimal("1e-9"):
+                    found.append(f"  {label} {model.name} {key}: ours {mine:g} ({model.source}) vs "
+                                 f"genai-prices {other} ({info.id})")
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the committed file is stale")
+    parser.add_argument("--cross-check-genai", action="store_true",
+                        help="print every disagreement with genai-prices (needs the genai-prices extra); "
+                             "writes nothing")
     args = parser.parse_args()
+    if args.cross_check_genai:
+        print("\n".join(cross_check_genai()))
+        return 0
     text = render()
     if args.check:
         if OUT.read_text(encoding="utf-8") != text:

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,17 @@ def register(subparsers: Any) -> None:
     imp.add_argument("--retrieved", metavar="DATE",
                      help="retrieval date to record (default: today)")
     imp.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
+
+    gen = sub.add_parser("import-genai-prices",
+                         help="convert the price data of the installed genai-prices package (extra: genai-prices)")
+    gen.add_argument("--out", metavar="FILE", help="write here (default: stdout)")
+    gen.add_argument("--provider", action="append", metavar="ID",
+                     help="only this genai-prices provider id (repeatable; default: every provider)")
+    gen.add_argument("--since", metavar="DATE",
+                     help="only the versions from this day (YYYY-MM-DD), the first with the prices in force "
+                          "then; older traffic is unpriced (default: the whole history)")
+    gen.add_argument("--names", metavar="FILE",
+                     help="extra model names to resolve into aliases, one per line (e.g. from your gateway's logs)")
 
     parser.set_defaults(func=run, prices_parser=parser)
 
@@ -225,7 +236,26 @@ def _print_explanation(info: dict[str, Any]) -> None:
             print(f"    {method:<24} {factor:g}")
     else:
         print("  billed-token factors: none (other count methods get factor 1.0, 'default')")
+    if "v2" in info:
+        _print_tiers(info["v2"])
     print(f"  table     {info['table']} sha256 {info['table_sha256'][:12]}")
+
+
+def _rates_text(rates: dict[str, float]) -> str:
+    return " ".join(f"{key}={value:g}" for key, value in rates.items())
+
+
+def _print_tiers(v2: dict[str, Any]) -> None:
+    """A v2 model's prompt tiers, service tiers and windows (their final rates, USD per million)."""
+    for tier in v2["tiers"]:
+        print(f"  prompt > {tier['above']} tokens (whole request): {_rates_text(tier['rates'])}")
+    for name, found in v2["service_tiers"].items():
+        print(f"  service tier {name}: {_rates_text(found['rates'])}")
+        for tier in found["tiers"]:
+            print(f"    prompt > {tier['above']} tokens: {_rates_text(tier['rates'])}")
+    for window in v2["time_windows"]:
+        how = f"x{window['multiplier']:g}" if window["multiplier"] is not None else _rates_text(window["rates"])
+        print(f"  window {window['name']}: {window['start']}-{window['end']} {window['zone']}: {how}")
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -286,9 +316,61 @@ def run_import_litellm(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_import_genai_prices(args: argparse.Namespace) -> int:
+    try:
+        import genai_prices
+        from genai_prices import data_snapshot
+    except ImportError:
+        print("import-genai-prices needs the genai-prices package: pip install 'llm-savings-exporter[genai-prices]'",
+              file=sys.stderr)
+        return 1
+    from exporter.prices.importers.genai_prices import GenaiPricesImportError, genai_resolver
+    from exporter.prices.importers.genai_prices import convert as convert_genai
+
+    extra: list[str] = []
+    if args.names:
+        try:
+            extra = Path(args.names).read_text(encoding="utf-8").split()
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"--names {args.names}: cannot read: {exc}", file=sys.stderr)
+            return 1
+    try:
+        since = None if args.since is None else date.fromisoformat(args.since)
+    except ValueError:
+        print(f"--since: expected a date YYYY-MM-DD, got {args.since!r}", file=sys.stderr)
+        return 2
+    snapshot = data_snapshot.get_snapshot()
+    providers = [p for p in snapshot.providers if not args.provider or p.id in args.provider]
+    unknown = sorted(set(args.provider or ()) - {p.id for p in providers})
+    if unknown:
+        print(f"--provider: unknown genai-prices provider {', '.join(unknown)} "
+              f"(known: {', '.join(p.id for p in snapshot.providers)})", file=sys.stderr)
+        return 2
+    try:
+        result = convert_genai(providers, genai_resolver(snapshot), source=f"genai-prices {genai_prices.__version__}",
+                               extra_names=extra, since=since)
+    except GenaiPricesImportError as exc:
+        print(f"genai-prices: {exc}", file=sys.stderr)
+        return 1
+    destination = args.out or "<stdout>"
+    try:
+        table = parse_price_table(result.text, destination)
+    except PriceTableError as exc:  # e.g. more values than the loader's guard: choose providers
+        print(f"the converted table does not validate: {exc} (import fewer: --provider, --since)", file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).write_text(result.text, encoding="utf-8")
+    else:
+        sys.stdout.write(result.text)
+    print(result.summary(), file=sys.stderr)
+    print(f"wrote {destination}: {len(table.versions)} versions, newest {table.newest.version}", file=sys.stderr)
+    return 0
+
+
 SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": run_list,
     "validate": run_validate,
     "show": run_show,
     "import-litellm": run_import_litellm,
+    "import-genai-prices": run_import_genai_prices,
 }

@@ -54,6 +54,8 @@ __all__ = [
     "WRITE_1H", "WRITE_5M", "Aggregates", "CellKey", "ComponentKey", "Dollars", "OptimizerKey", "cell_dollars",
 ]
 
+_PROVENANCE_FIELDS = ("tier", "service_tier", "window")  # which v2 prices made the rates (prices.tiers)
+_CLIFF_FIELDS = ("cliff_saved", "cliff_would")
 _RATE_FIELDS = ("version", "model", "family", "input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
 
@@ -263,7 +265,9 @@ class Aggregates:
             "rejected": [[*key, value] for key, value in self.rejected.items()],
             "flagged": [[*key, value] for key, value in self.flagged.items()],
             "rate_book": [
-                {**{f: getattr(r, f) for f in _RATE_FIELDS}, "factors": [list(pair) for pair in r.factors]}
+                {**{f: getattr(r, f) for f in _RATE_FIELDS}, "factors": [list(pair) for pair in r.factors],
+                 **{f: getattr(r, f) for f in _PROVENANCE_FIELDS if getattr(r, f)},  # v2 rates only
+                 **{f: list(getattr(r, f)) for f in _CLIFF_FIELDS if getattr(r, f)}}
                 for r in self.rate_book
             ],
             "newest_ts": self.newest_ts,
@@ -278,7 +282,8 @@ class Aggregates:
         over their cells' rate ids (``_legacy_components``)."""
         agg = cls()
         for entry in state["rate_book"]:
-            fields = {k: v for k, v in entry.items() if k != "factors"}
+            fields: dict[str, Any] = {k: (tuple(float(r) for r in v) if k in _CLIFF_FIELDS else v)
+                      for k, v in entry.items() if k != "factors"}
             agg.rate_id(PricedModel(**fields, factors=tuple((str(m), float(f)) for m, f in entry["factors"])))
         for row in state["cells"]:
             key = CellKey(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))

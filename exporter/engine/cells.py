@@ -131,9 +131,48 @@ def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
             savings += effect
         elif effect < 0:
             premium -= effect
-    return Dollars(spend, cell[SAVED] * factor * rates.input / PER_MILLION,
-                   cell[WOULD_SAVE] * factor * rates.input / PER_MILLION,
-                   savings / PER_MILLION, premium / PER_MILLION, factor, factor_source)
+    saved = cell[SAVED] * factor * rates.input / PER_MILLION
+    would = cell[WOULD_SAVE] * factor * rates.input / PER_MILLION
+    if rates.cliff_saved or rates.cliff_would:  # only cells of records whose counterfactual crossed a tier
+        usage = _tier_sums(cell)
+        actual = _rates(rates)
+        if rates.cliff_saved:
+            saved += (sum(u * (c - a) for u, c, a in zip(usage, rates.cliff_saved, actual, strict=True))
+                      + cell[SAVED] * factor * (rates.cliff_saved[0] - rates.input)) / PER_MILLION
+        if rates.cliff_would:
+            would += (sum(u * (a - c) for u, c, a in zip(usage, rates.cliff_would, actual, strict=True))
+                      - cell[WOULD_SAVE] * factor * (rates.input - rates.cliff_would[0])) / PER_MILLION
+    return Dollars(spend, saved, would, savings / PER_MILLION, premium / PER_MILLION, factor, factor_source)
+
+
+def _tier_sums(cell: list[int]) -> tuple[int, int, int, int, int]:
+    """A cell's token sums in the order of ``PricedModel``'s rates (input, output, cache_read, writes)."""
+    return cell[FRESH], cell[OUTPUT], cell[CACHE_READ], cell[WRITE_5M], cell[WRITE_1H]
+
+
+def _rates(rates: PricedModel) -> tuple[float, float, float, float, float]:
+    return rates.input, rates.output, rates.cache_read, rates.cache_write_5m, rates.cache_write_1h
+
+
+def cliff_dollars(cell: list[int], rates: PricedModel, method: str) -> tuple[Fraction, Fraction]:
+    """What a tier crossing adds to ``usd_saved`` and ``would_have_saved``, exactly (docs/prices.md).
+
+    usd_saved = bill(counterfactual) - bill(actual) = saved x factor x input + this part: the cell's
+    tokens at the counterfactual's rates minus the actual's, and the put-back tokens' rate difference.
+    """
+    usage = _tier_sums(cell)
+    actual = [written(rate) for rate in _rates(rates)]
+    factor = written(rates.factor(method or None)[0])
+    saved = would = Fraction(0)
+    if rates.cliff_saved:
+        other = [written(rate) for rate in rates.cliff_saved]
+        saved = (sum((u * (c - a) for u, c, a in zip(usage, other, actual, strict=True)), Fraction(0))
+                 + cell[SAVED] * factor * (other[0] - actual[0])) / _MILLION
+    if rates.cliff_would:
+        other = [written(rate) for rate in rates.cliff_would]
+        would = (sum((u * (a - c) for u, c, a in zip(usage, other, actual, strict=True)), Fraction(0))
+                 - cell[WOULD_SAVE] * factor * (actual[0] - other[0])) / _MILLION
+    return saved, would
 
 
 def optimizer_spend(cell: Sequence[int], rates: PricedModel) -> float:
@@ -173,6 +212,9 @@ def exact_cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Exac
     cache = (cell[CACHE_READ] * (rate_in - read) + cell[WRITE_5M] * (rate_in - w5)
              + cell[WRITE_1H] * (rate_in - w1h)) / _MILLION
     unit = written(rates.factor(method or None)[0]) * rate_in / _MILLION
+    if rates.cliff_saved or rates.cliff_would:
+        saved, would = cliff_dollars(cell, rates, method)
+        return ExactDollars(spend, cell[SAVED] * unit + saved, cell[WOULD_SAVE] * unit + would, cache)
     return ExactDollars(spend, cell[SAVED] * unit, cell[WOULD_SAVE] * unit, cache)
 
 

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage
+from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage, service_tier_of
 
 # The record key ``response_cache``: the kind of a gateway's response-cache hit (engine.gateway).
 RESPONSE_CACHE_KINDS = ("exact", "semantic", "unspecified")
@@ -117,6 +117,7 @@ class _Line(msgspec.Struct, gc=False, kw_only=True):
     source_flags: Any = UNSET  # rare (sources' records): the reference path reads them
     response_cache: str | None = None
     requested_model: str | None = None
+    service_tier: str | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Line)
@@ -299,6 +300,13 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
                                       fast_usage(raw.optimizer.usage))
         except _Unusual:
             return None
+    service_tier = raw.service_tier
+    if service_tier:  # rare: a tier other than the default
+        service_tier = service_tier_of(service_tier)
+        if service_tier is None:
+            return None  # the reference path names the rejection
+    else:
+        service_tier = None
     return make_record(  # positional: Record's field order
         ts,
         request_id,
@@ -316,4 +324,5 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         optimizer,
         hit,
         raw.requested_model or None,
+        service_tier,
     )

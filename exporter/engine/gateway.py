@@ -237,11 +237,20 @@ def _known(usage: Usage | None) -> tuple[int, int, int, int, int] | None:
     return counts if any(counts) else None
 
 
+def _prompt(usage: Usage | None) -> int:
+    """The prompt size that selects a price table v2 prompt tier."""
+    if usage is None:
+        return 0
+    return usage.fresh_input + usage.cache_read + usage.cache_write_5m + usage.cache_write_1h
+
+
 def count_hit(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, month: str, ts: float, model: str,
-              provider: str | None, tenant: str, kind: str, usage: Usage | None) -> None:
-    """One response-cache hit (``tenant`` is the tenant label): its kind, and its avoided bill if known."""
+              provider: str | None, tenant: str, kind: str, usage: Usage | None,
+              service_tier: str | None = None) -> None:
+    """One response-cache hit (``tenant`` is the tenant label): its kind, and its avoided bill if known
+    (at the rates its service tier and prompt size select, as the original call was billed)."""
     gateway = agg.gateway
-    priced = prices.lookup(model, ts, provider)
+    priced = prices.lookup(model, ts, provider, service_tier=service_tier, prompt_tokens=_prompt(usage))
     counts = _known(usage)
     reason = priced if isinstance(priced, str) else UNKNOWN_USAGE if counts is None else None
     label = model_cap(priced.model if isinstance(priced, PricedModel) else model)
@@ -262,11 +271,11 @@ def count_hit(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, month: s
 
 def count_routing(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, month: str, ts: float,
                   requested: str, provider: str | None, model_label: str, tenant: str, rate_id: int,
-                  used_reason: str | None, usage: Usage | None) -> None:
+                  used_reason: str | None, usage: Usage | None, service_tier: str | None = None) -> None:
     """One routed request, already counted at the model called (its label ``model_label``, rates ``rate_id``,
-    or ``used_reason`` why it is unpriced)."""
+    or ``used_reason`` why it is unpriced); the requested model is priced at the same service tier and prompt size."""
     gateway = agg.gateway
-    priced = prices.lookup(requested, ts, provider)
+    priced = prices.lookup(requested, ts, provider, service_tier=service_tier, prompt_tokens=_prompt(usage))
     requested_label = model_cap(priced.model if isinstance(priced, PricedModel) else requested)
     counts = _known(usage)
     reason = (priced if isinstance(priced, str) else (used_reason or "unknown_model") if rate_id == UNPRICED

@@ -10,10 +10,12 @@ sidecar's ingest loop holds ``lock`` while it feeds a batch).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from msgspec.structs import astuple
@@ -51,6 +53,7 @@ from exporter.engine.records import (
 )
 from exporter.engine.usage import DEFAULT_MAX_REQUEST_TOKENS, OptimizerCall, Usage
 from exporter.prices.table import PricedModel, PriceTable
+from exporter.prices.tiers import UNKNOWN_SERVICE_TIER
 
 UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
@@ -70,9 +73,13 @@ SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many
 # count_method, whether the record has a method label. Route: the cell; its CellKey; the unpriced key
 # (month, model, reason) or None; the unattributed saving's ComponentKey; the divergence keys (month,
 # model, method, population) of compacted and untouched records.
-RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool]
+# The RouteKey's last item is the service tier. The Route's last item: TIERED when the model's prompt size or
+# time of day can change its rates (each record is then priced by its own, ``_tiered``; v1 models never
+# are), UNKNOWN_TIER when the record's service tier is not the model's (base rates, flagged).
+RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool, str | None]
 Route = tuple[list[int], CellKey, tuple[str, str, str] | None, ComponentKey,
-              tuple[str, str, str, str], tuple[str, str, str, str]]
+              tuple[str, str, str, str], tuple[str, str, str, str], int]
+TIERED, UNKNOWN_TIER = 1, 2
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -194,7 +201,7 @@ class Pipeline:
         before: int | None, after: int | None, count_method: str | None, would_save: int | None,
         components: tuple[tuple[str, int], ...], usage: Usage | None, flags: tuple[str, ...] = (),
         source_dialect: str | None = None, optimizer: OptimizerCall | None = None,
-        response_cache: str | None = None, requested_model: str | None = None,
+        response_cache: str | None = None, requested_model: str | None = None, service_tier: str | None = None,
     ) -> bool:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
@@ -229,7 +236,8 @@ class Pipeline:
             agg.newest_ts = ts
         if response_cache is not None:  # no provider call: counted as a hit only (engine.gateway)
             count_hit(agg, self.caps.model, self._prices, month, ts, model, provider,
-                      self.caps.tenant(tenant) if tenant is not None else UNSET_TENANT, response_cache, usage)
+                      self.caps.tenant(tenant) if tenant is not None else UNSET_TENANT, response_cache, usage,
+                      service_tier)
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
             return True
@@ -237,11 +245,18 @@ class Pipeline:
         if agg.cells is not self._routes_cells:  # routes hold cells and rate ids of these aggregates
             self._clear_routes(agg)
         # labelled (the last item): only records with savings or shadow figures have a method label
-        key = (month, version, model, provider, tenant, count_method, has_savings or would_save is not None)
+        key = (month, version, model, provider, tenant, count_method, has_savings or would_save is not None,
+               service_tier)
         route = self._routes.get(key)
         if route is None:
             route = self._route(key, ts)
-        cell, cell_key, unpriced, unattributed, compacted, untouched = route
+        if route[6]:
+            if route[6] & UNKNOWN_TIER:
+                agg.count(agg.flagged, (month, "unknown_service_tier"))
+            if route[6] & TIERED:
+                saved_tokens = before - after if has_savings and before > after else 0  # type: ignore[operator]
+                route = self._tiered(key, ts, usage, saved_tokens, would_save or 0)
+        cell, cell_key, unpriced, unattributed, compacted, untouched, _ = route
         if unpriced is not None:
             agg.count(agg.unpriced, unpriced)
         cell[REQUESTS] += 1
@@ -282,7 +297,7 @@ class Pipeline:
             count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
         if requested_model is not None and requested_model != model:
             count_routing(agg, self.caps.model, self._prices, month, ts, requested_model, provider, cell_key.model,
-                          cell_key.tenant, cell_key.rate_id, unpriced[2] if unpriced else None, usage)
+                          cell_key.tenant, cell_key.rate_id, unpriced[2] if unpriced else None, usage, service_tier)
         return True
 
     def _count_rejection(self, month: str, reason: str) -> None:
@@ -324,10 +339,50 @@ class Pipeline:
 
     def _clear_routes(self, aggregates: Aggregates | None = None) -> None:
         self._routes: dict[RouteKey, Route] = {}
+        self._tiered_routes: dict[tuple[RouteKey, PricedModel], Route] = {}
         # a route holds its cell: routes are only good while the aggregates keep this cells dict
         self._routes_cells = aggregates.cells if aggregates is not None else None
 
-    def _route(self, key: RouteKey, ts: float) -> Route:
+    def _tiered(self, key: RouteKey, ts: float, usage: Usage | None, saved: int, would_save: int) -> Route:
+        """The route of one record of a model with prompt-size tiers or time windows: by its own rates.
+
+        When the counterfactual (saved x factor put back as fresh input, or would-have-saved x factor
+        removed) falls in another prompt tier, its rates ride along in the ``PricedModel`` (``cliff_*``):
+        such records get cells of their own and ``cells.cliff_dollars`` adds the jump, exactly.
+        """
+        prompt = 0 if usage is None else (usage.fresh_input + usage.cache_read + usage.cache_write_5m
+                                          + usage.cache_write_1h)
+        lookup = self._prices.lookup
+        priced = lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=prompt)
+        assert isinstance(priced, PricedModel)  # the route's lookup priced this model
+        if saved or would_save:
+            factor = priced.factor(key[5] or None)[0]
+            cliffs: dict[str, Any] = {}
+            for name, tokens in (("cliff_saved", prompt + math.ceil(saved * factor)),
+                                 ("cliff_would", max(0, math.ceil(prompt - would_save * factor)))):
+                if tokens != prompt:
+                    other = lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=tokens)
+                    assert isinstance(other, PricedModel)
+                    rates = (other.input, other.output, other.cache_read, other.cache_write_5m, other.cache_write_1h)
+                    if rates != (priced.input, priced.output, priced.cache_read, priced.cache_write_5m,
+                                 priced.cache_write_1h):
+                        cliffs[name] = rates
+            if cliffs:
+                priced = replace(priced, **cliffs)
+        tiered_key = (key, priced)
+        route = self._tiered_routes.get(tiered_key)
+        if route is None:
+            caps = self.caps
+            overflow = caps.model.overflow + caps.tenant.overflow + caps.method.overflow
+            route = self._route(key, ts, priced)
+            if overflow != caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
+                return route  # a folded label: worked out again for every record, as _route does
+            if len(self._tiered_routes) >= MAX_ROUTES:
+                self._tiered_routes.clear()
+            self._tiered_routes[tiered_key] = route
+        return route
+
+    def _route(self, key: RouteKey, ts: float, rates: PricedModel | None = None) -> Route:
         """Price, rate id and labels of one route key (docs/prices.md), remembered when that is exact.
 
         Label caps only ever admit values, so a route whose labels all took or
@@ -335,14 +390,20 @@ class Pipeline:
         route where a cap folded a value into ``other`` is worked out again for
         every record, so each one counts its overflow.
         """
-        month, _version, record_model, provider, record_tenant, count_method, labelled = key
+        month, _version, record_model, provider, record_tenant, count_method, labelled, service_tier = key
         caps, agg = self.caps, self.aggregates
         overflow = caps.model.overflow + caps.tenant.overflow + caps.method.overflow
-        priced = self._prices.lookup(record_model, ts, provider)
+        priced = rates if rates is not None else self._prices.lookup(record_model, ts, provider,
+                                                                     service_tier=service_tier)
         unpriced: tuple[str, str, str] | None = None
+        extra = 0
         if isinstance(priced, PricedModel):
             rate_id = agg.rate_id(priced)
             model = caps.model(priced.model)
+            if rates is None:  # the route's own lookup: does each record need its own?
+                tiers = self._prices.tiers_of(priced, ts)
+                extra = (TIERED if tiers is not None and tiers.tiered else 0) | (
+                    UNKNOWN_TIER if priced.service_tier == UNKNOWN_SERVICE_TIER else 0)
         else:
             rate_id = UNPRICED
             model = caps.model(record_model)
@@ -351,9 +412,10 @@ class Pipeline:
         method = self._method_label(count_method, priced) if labelled else ""
         cell_key = CellKey(month, model, tenant, method, rate_id)
         unattributed = ComponentKey(month, model, tenant, method, UNATTRIBUTED, rate_id)
-        route = (agg.cell(cell_key), cell_key, unpriced, unattributed,
-                 (month, model, method, "compacted"), (month, model, method, "untouched"))
-        if overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
+        # a tiered model's own route holds no cell: each record goes to the cell of its rates (_tiered)
+        route = ([] if extra & TIERED else agg.cell(cell_key), cell_key, unpriced, unattributed,
+                 (month, model, method, "compacted"), (month, model, method, "untouched"), extra)
+        if rates is None and overflow == caps.model.overflow + caps.tenant.overflow + caps.method.overflow:
             if len(self._routes) >= MAX_ROUTES:
                 self._routes.clear()
             self._routes[key] = route

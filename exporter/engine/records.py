@@ -29,7 +29,15 @@ import msgspec
 import orjson
 
 from exporter.engine.fastparse import RESPONSE_CACHE_KINDS, fast_parse
-from exporter.engine.usage import MAX_COUNT, OptimizerCall, Usage, UsageError, count_value, normalise_usage
+from exporter.engine.usage import (
+    MAX_COUNT,
+    OptimizerCall,
+    Usage,
+    UsageError,
+    count_value,
+    normalise_usage,
+    service_tier_of,
+)
 
 # Bounded set of rejection reasons (the `reason` label of records_rejected_total).
 REJECTION_REASONS = (
@@ -56,7 +64,8 @@ REJECTION_REASONS = (
 
 # Bounded set of flags on counted records (the `flag` label of records_flagged_total).
 _RECORD_FLAGS = ("no_id", "incomplete_savings", "unknown_usage_shape", "components_exceed_saving", "text_counted",
-                 "unpriced_response_cache_hit")
+                 "unpriced_response_cache_hit",
+                 "unknown_service_tier")  # a service tier the model's price entry does not list: base rates
 # Flags a source mapping sets on the records it makes (the record key ``source_flags``, a list of
 # these; other values are ignored): what the source's telemetry lacked for exact dollars, at most one
 # ``usage_*`` per record, and LiteLLM's response-cache hits (docs/telemetry.md, "Completeness").
@@ -103,6 +112,7 @@ class Record(msgspec.Struct, gc=False):
     optimizer: OptimizerCall | None = None
     response_cache: str | None = None  # a hit's kind (RESPONSE_CACHE_KINDS): no provider call was made
     requested_model: str | None = None  # the model the client asked for, when a router chose another
+    service_tier: str | None = None  # as the provider bills it (flex, priority, batch...); None: default
 
 
 class TextCounter(Protocol):
@@ -174,6 +184,18 @@ def _optional_label(obj: Mapping[str, Any], key: str, where: str = "") -> str | 
     if type(value) is int and value.bit_length() <= 64:  # str() of a huge int raises
         return str(value)
     raise _Invalid("invalid_field", f"{where}{key} has type {type(value).__name__}, expected a string")
+
+
+def _service_tier(value: Any) -> str | None:
+    """The optional ``service_tier``: a short tier name, never free text (it keys routes and provenance)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Invalid("invalid_field", f"service_tier has type {type(value).__name__}, expected a string")
+    tier = service_tier_of(value)
+    if tier is None:
+        raise _Invalid("invalid_field", "service_tier is not a tier name ([a-z0-9_-], at most 32 characters)")
+    return tier
 
 
 def _optimizer(value: Any) -> OptimizerCall | None:
@@ -308,6 +330,7 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
         dialect = obj.get("source_dialect")
         response_cache = _response_cache(obj.get("response_cache"), flags)
         requested_model = _requested_model(obj.get("requested_model"))
+        service_tier = _service_tier(obj.get("service_tier"))
         return Record(
             ts=ts,
             request_id=request_id,
@@ -325,6 +348,7 @@ def parse_object(obj: Any, counter: TextCounter | None = None) -> Record | Rejec
             optimizer=optimizer,
             response_cache=response_cache,
             requested_model=requested_model,
+            service_tier=service_tier,
         )
     except _Invalid as exc:
         return Rejection(exc.reason, exc.detail, ts)

@@ -15,6 +15,7 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -219,3 +220,15 @@ def normalise_usage(block: Any, where: str = "usage") -> Usage | None:
     if shape is None:
         return None
     return _NORMALISERS[shape](block, where)
+
+
+_SERVICE_TIER = re.compile(r"[a-z0-9_-]{1,32}")
+
+
+def service_tier_of(value: str) -> str | None:
+    """A record's ``service_tier`` as priced (lower-cased; "" is absent), or None when it is no tier name.
+
+    Bounded so it can key routes and label provenance: [a-z0-9_-], at most 32 characters.
+    """
+    tier = value.lower()
+    return tier if _SERVICE_TIER.fullmatch(tier) else None

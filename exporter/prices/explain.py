@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.prices.table import PriceTable
+from exporter.prices.tiers import ModelTiers
 from exporter.yamlpos import YamlError, load_located
 
 RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -94,7 +95,29 @@ def explain(table: PriceTable, model: str, ts: float, provider: str | None = Non
         "rates": rates,
         "billed_token_factors": dict(priced.factors),
     })
+    tiers = version.tiers.get(priced.model)
+    if tiers is not None:
+        result["v2"] = describe_tiers(tiers)
     return result
+
+
+def _rate_dict(rates: Any) -> dict[str, float]:
+    return {key: getattr(rates, key) for key in RATE_KEYS}
+
+
+def describe_tiers(tiers: ModelTiers) -> dict[str, Any]:
+    """A v2 model's prompt tiers, service tiers and time windows, with their final rates."""
+    def rate_set(found: Any) -> dict[str, Any]:
+        return {"rates": _rate_dict(found.base),
+                "tiers": [{"above": t.above, "rates": _rate_dict(t.rates)} for t in found.tiers]}
+
+    return {
+        "tiers": rate_set(tiers.default)["tiers"],
+        "service_tiers": {name: rate_set(found) for name, found in tiers.service_tiers},
+        "time_windows": [{"name": w.name, "zone": w.zone, "start": f"{w.start // 60:02d}:{w.start % 60:02d}",
+                          "end": f"{w.end // 60:02d}:{w.end % 60:02d}", "multiplier": w.multiplier,
+                          "rates": dict(w.rates)} for w in tiers.windows],
+    }
 
 
 # ---------------------------------------------------------------------------

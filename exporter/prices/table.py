@@ -1,4 +1,4 @@
-"""Versioned price table v1 (docs/prices.md): load, validate, look up.
+"""Versioned price table v1 and v2 (docs/prices.md; v2's tiers in ``prices.tiers``): load, validate, look up.
 
 A request is priced by the version whose ``effective_from`` is the latest one
 not after its ``ts``; each version is complete on its own. A model unknown to
@@ -7,9 +7,8 @@ rate missing from a model falls back to its family's multiplier of the input
 rate, else to the plain input rate (no invented premium); a missing
 cache-read rate falls back to the input rate (no invented discount).
 
-A model may carry a ``tokenizer`` key (optional, a v1 extension): models that
-tokenize text alike share it, and ``calibrate`` measures billed-token factors
-per key; pricing never reads it.
+A model may carry a ``tokenizer`` key (optional): models that tokenize text alike
+share it, and ``calibrate`` measures billed-token factors per key; pricing never reads it.
 
 Validation errors name file, line, key and value (``exporter.yamlpos``).
 What the lookup returns, ``PricedModel``, is frozen and hashable: the
@@ -29,14 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exporter.yamlpos import Located, YamlError, load_located
 
+if TYPE_CHECKING:
+    from exporter.prices.tiers import ModelTiers
+
 SCHEMA = "llm-savings-prices/v1"
+SCHEMA_V2 = "llm-savings-prices/v2"  # v1 plus per-model tiers, service_tiers, time_windows (prices.tiers)
 PER_MILLION = 1_000_000.0
 BUNDLED_PRICES = Path(__file__).parent.parent / "data" / "prices.yaml"
-
 PROVIDER_METHOD = "provider"
 
 
@@ -61,6 +63,13 @@ class PricedModel:
     cache_write_5m: float
     cache_write_1h: float
     factors: tuple[tuple[str, float], ...] = ()
+    # provenance of v2 rates (prices.tiers): "above_200000", the service tier, the time window; "" = base
+    tier: str = ""
+    service_tier: str = ""
+    window: str = ""
+    # a saving across a prompt tier: the counterfactual's rates in field order (engine.pipeline._tiered)
+    cliff_saved: tuple[float, ...] = ()
+    cliff_would: tuple[float, ...] = ()
 
     def factor(self, method: str | None) -> tuple[float, str]:
         """Billed-token factor for a count method and where it came from."""
@@ -90,6 +99,7 @@ class PriceVersion:
     models: dict[str, PricedModel]
     aliases: dict[str, str]
     model_meta: dict[str, dict[str, str]] = field(default_factory=dict)
+    tiers: dict[str, ModelTiers] = field(default_factory=dict)  # v2 models with tiers, by model name
 
     def resolve(self, model: str, provider: str | None = None) -> PricedModel | None:
         name = model if model in self.models else self.aliases.get(model)
@@ -98,8 +108,7 @@ class PriceVersion:
             name = qualified if qualified in self.models else self.aliases.get(qualified)
         return None if name is None else self.models[name]
 
-    def tokenizer(self, model: str) -> str | None:
-        """The model-level ``tokenizer`` key (table v1 extension): models that tokenize alike share it."""
+    def tokenizer(self, model: str) -> str | None:  # the model's ``tokenizer`` key: models tokenizing alike share it
         return self.model_meta.get(model, {}).get("tokenizer")
 
 
@@ -112,13 +121,27 @@ class PriceTable:
         self.sha256 = sha256
         self.path = path
         self._cache: dict[tuple[int, str, str | None], PricedModel | str] = {}
+        self.has_tiers = any(v.tiers for v in self.versions)
+        self.tier_cache: dict[PricedModel, PricedModel] = {}  # prices.tiers.priced_as
 
     def version_at(self, ts: float) -> PriceVersion | None:
         index = bisect.bisect_right(self._starts, ts) - 1
         return self.versions[index] if index >= 0 else None
 
-    def lookup(self, model: str, ts: float, provider: str | None = None) -> PricedModel | str:
-        """The rates for ``model`` at ``ts``, or the reason it is unpriced."""
+    def lookup(self, model: str, ts: float, provider: str | None = None, *, service_tier: str | None = None,
+               prompt_tokens: int = 0) -> PricedModel | str:
+        """The rates for ``model`` at ``ts`` (its service tier, prompt size and time of day), or why unpriced."""
+        base = self._lookup(model, ts, provider)
+        if isinstance(base, str) or (service_tier is None and not self.has_tiers):
+            return base
+        from exporter.prices.tiers import priced_as
+        return priced_as(self, base, ts, service_tier, prompt_tokens)
+
+    def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
+        version = self.version_at(ts)
+        return version.tiers.get(priced.model) if version is not None else None
+
+    def _lookup(self, model: str, ts: float, provider: str | None) -> PricedModel | str:
         index = bisect.bisect_right(self._starts, ts) - 1
         key = (index, model, provider)
         hit = self._cache.get(key)
@@ -145,6 +168,7 @@ _VERSION_KEYS = {"version", "effective_from", "source", "families", "models"}
 _FAMILY_KEYS = {"cache_write_5m_multiplier", "cache_write_1h_multiplier", "billed_token_factor"}
 _MODEL_RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 _MODEL_KEYS = {"family", "aliases", "provider", "source", "retrieved", "tokenizer", *_MODEL_RATE_KEYS}
+_MODEL_KEYS_V2 = {*_MODEL_KEYS, "tiers", "service_tiers", "time_windows"}
 # A tokenizer key names a tokenizer, not a text: short, no spaces (it keys calibrate's groups).
 _TOKENIZER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,63}")
 
@@ -230,7 +254,7 @@ def _family(doc: Located, path: tuple[str | int, ...], raw: Any) -> Family:
     )
 
 
-def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
+def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersion:
     path: tuple[str | int, ...] = ("versions", index)
     body = _mapping(doc, path, raw, _VERSION_KEYS)
     for required in ("version", "effective_from", "models"):
@@ -253,7 +277,7 @@ def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
     meta: dict[str, dict[str, str]] = {}
     for name, raw_model in _mapping(doc, (*path, "models"), body["models"], None).items():
         mpath = (*path, "models", name)
-        entry = _mapping(doc, mpath, raw_model, _MODEL_KEYS)
+        entry = _mapping(doc, mpath, raw_model, _MODEL_KEYS_V2 if v2 else _MODEL_KEYS)
         for required in ("input", "output"):
             if required not in entry:
                 raise PriceTableError(str(doc.error(mpath, f"missing key {required!r}")))
@@ -302,7 +326,14 @@ def _version(doc: Located, index: int, raw: Any) -> PriceVersion:
         if alias in models:
             raise PriceTableError(str(doc.error((*path, "models", alias),
                                                 f"{alias!r} is both a model and an alias of {aliases[alias]!r}")))
-    return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta)
+    tiers: dict[str, ModelTiers] = {}
+    if v2:
+        from exporter.prices.tiers import parse_model_tiers
+        for name, raw_model in body["models"].items():
+            found = parse_model_tiers(doc, (*path, "models", name), raw_model, models[name])
+            if found is not None:
+                tiers[name] = found
+    return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta, tiers)
 
 
 def parse_price_table(text: str, filename: str) -> PriceTable:
@@ -312,12 +343,14 @@ def parse_price_table(text: str, filename: str) -> PriceTable:
     except YamlError as exc:
         raise PriceTableError(str(exc)) from None
     top = _mapping(doc, (), doc.data, {"schema", "versions"})
-    if top.get("schema") != SCHEMA:
-        raise PriceTableError(str(doc.error(("schema",), f"expected {SCHEMA!r}, got {top.get('schema')!r}")))
+    if top.get("schema") not in (SCHEMA, SCHEMA_V2):
+        raise PriceTableError(str(doc.error(("schema",), f"expected {SCHEMA!r} or {SCHEMA_V2!r}, "
+                                                         f"got {top.get('schema')!r}")))
     raw_versions = top.get("versions")
     if not isinstance(raw_versions, list) or not raw_versions:
         raise PriceTableError(str(doc.error(("versions",), "expected a non-empty list of versions")))
-    versions = [_version(doc, index, raw) for index, raw in enumerate(raw_versions)]
+    v2 = top.get("schema") == SCHEMA_V2
+    versions = [_version(doc, index, raw, v2) for index, raw in enumerate(raw_versions)]
     seen: dict[str, int] = {}
     starts: dict[float, int] = {}
     for index, version in enumerate(versions):

@@ -8,6 +8,8 @@ Sections (each module also runs alone, ``python -m tests.bench.<module>``):
 - ingest    bench_ingest: ``replay --json`` vs mtail vs a bare orjson loop, whole processes, alternating
 - pricing   bench_pricing: one record's dollars vs ``litellm.cost_per_token`` (run with /tmp/bench-venv's
             Python when it exists; skipped with the install line when LiteLLM is absent)
+- genai     bench_genai_prices: one request's dollars with tiers, service tiers and windows vs
+            ``genai_prices.calc_price`` (skipped with the install line when genai-prices is absent)
 - counting  bench_tokens (subprocess): fresh text vs raw tiktoken, 50-turn transcript cache
 - scrape    bench_exposition: render 1k/10k/100k series vs prometheus_client, cold and steady
             (bench_scrape is an independent variant: alternating scrapes, medians, repeated cold scrapes)
@@ -41,7 +43,7 @@ from tests.bench.benchlib import ROOT, Row, machine, verdict
 VENV_PYTHON = Path("/tmp/bench-venv/bin/python")
 DOC = ROOT / "docs" / "performance.md"
 LAST = Path(os.environ.get("BENCH_RESULTS", "/tmp/llm-savings-bench-last.json"))
-SECTIONS = ("ingest", "pricing", "counting", "scrape", "sidecar", "memory")
+SECTIONS = ("ingest", "pricing", "genai", "counting", "scrape", "sidecar", "memory")
 
 
 def _sub(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> str:
@@ -68,6 +70,16 @@ def pricing(quick: bool) -> list[Row]:
         print(f"  pricing: ours {result['ours_calls_per_s']:,.0f}/s, litellm {result['litellm_calls_per_s']:,.0f}/s",
               flush=True)
     return bench_pricing.rows(result)
+
+
+def genai(quick: bool) -> list[Row]:
+    from tests.bench import bench_genai_prices
+
+    result = bench_genai_prices.measure(1000 if quick else 5000)
+    if "skipped" not in result:
+        print(f"  genai: ours {result['ours_calls_per_s']:,.0f}/s, calc_price {result['genai_calls_per_s']:,.0f}/s",
+              flush=True)
+    return bench_genai_prices.rows(result)
 
 
 def counting(quick: bool) -> list[Row]:
@@ -148,7 +160,7 @@ def memory(quick: bool) -> list[Row]:
 
 
 RUNNERS: dict[str, Callable[[bool], list[Row]]] = {
-    "ingest": ingest, "pricing": pricing, "counting": counting, "scrape": scrape, "sidecar": sidecar,
+    "ingest": ingest, "pricing": pricing, "genai": genai, "counting": counting, "scrape": scrape, "sidecar": sidecar,
     "memory": memory,
 }
 
@@ -258,6 +270,9 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
   loop; 3 alternating rounds of whole processes, medians of wall time.
 - `tests/bench/bench_pricing.py`: per-record dollars, `PriceTable.lookup` + `cell_dollars` vs
   `litellm.cost_per_token`, over every bundled model name LiteLLM also knows; dollars compared within 1e-9.
+- `tests/bench/bench_genai_prices.py`: per-request dollars with prompt tiers, service tiers, dated versions and
+  time windows, `PriceTable.lookup` + `cell_dollars` on a table imported from genai-prices vs
+  `genai_prices.calc_price` on the same release's data; dollars compared within 1e-9.
 - `tests/bench/bench_tokens.py`: fresh text vs raw `tiktoken.encode_ordinary`; 50-turn transcript cache.
 - `tests/bench/bench_exposition.py`: `Exposition.render` over aggregates filled through the real `Pipeline` vs a
   private `CollectorRegistry` of labelled counters holding the same series, cold (a new `Exposition`) and with

@@ -85,7 +85,7 @@ def test_yaml_examples_parse_and_load_with_the_real_loader(snippet: Snippet, tmp
         load_config(path, environ={})
     elif schema == "llm-savings-mapping/v1":
         parse_mapping(snippet.text, snippet.where)
-    elif schema == "llm-savings-prices/v1":
+    elif schema in ("llm-savings-prices/v1", "llm-savings-prices/v2"):
         parse_price_table(snippet.text, snippet.where)
 
 

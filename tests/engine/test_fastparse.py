@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.engine.fastparse import _Unusual, _Usage, fast_parse, fast_ts, fast_usage
-from exporter.engine.records import MAX_EPOCH_SECONDS, Record, parse_object, parse_ts
+from exporter.engine.records import MAX_EPOCH_SECONDS, Record, Rejection, parse_object, parse_ts
 from exporter.engine.usage import Usage, UsageError, normalise_usage
 
 counts = st.one_of(st.integers(-5, 10**6), st.sampled_from([True, False, 2.0, 1.5, None, "7", 2**53, 2**53 - 1]))
@@ -57,6 +57,9 @@ records = st.fixed_dictionaries(
         "requested_model": st.one_of(st.none(), st.sampled_from(["gpt-4o", "gpt-4o-mini", ""]), st.integers()),
         "source_flags": st.one_of(st.just(["response_cache_hit"]), st.lists(st.sampled_from(
             ["response_cache_hit", "usage_no_cache_ttl", "made_up"]), max_size=2), st.integers()),
+        "service_tier": st.one_of(st.none(), st.sampled_from(["flex", "Priority", "batch", "", "default", "a" * 33,
+                                                              "has space", "scale-1_x"]),
+                                  st.text(max_size=6), st.integers(), st.booleans()),
     },
 )
 
@@ -69,6 +72,25 @@ def test_fast_path_equals_reference(obj: dict[str, Any]) -> None:
     reference = parse_object(orjson.loads(line))
     if fast is not None:
         assert fast == reference
+
+
+@pytest.mark.parametrize(("value", "expected"), [("flex", "flex"), ("PRIORITY", "priority"), ("", None),
+                                                ("on_demand-2", "on_demand-2")])
+def test_service_tier_is_read_alike_on_both_paths(value: str, expected: str | None) -> None:
+    line = json.dumps({"ts": 1_760_000_000, "model": "m", "service_tier": value}).encode()
+    fast = fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS)
+    reference = parse_object(orjson.loads(line))
+    assert isinstance(reference, Record) and fast == reference
+    assert reference.service_tier == expected
+
+
+@pytest.mark.parametrize("value", ["a" * 33, "flex tier", "fléx", 3, ["flex"]])
+def test_a_bad_service_tier_is_refused_with_a_reason(value: Any) -> None:
+    line = json.dumps({"ts": 1_760_000_000, "model": "m", "service_tier": value}).encode()
+    assert fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS) is None
+    reference = parse_object(orjson.loads(line))
+    assert isinstance(reference, Rejection) and reference.reason == "invalid_field"
+    assert "service_tier" in reference.detail
 
 
 def test_fast_path_takes_ordinary_lines() -> None:

@@ -236,7 +236,7 @@ SECOND = (
 BAD = [
     (
         "wrong schema",
-        _with("prices/v1", "prices/v2"),
+        _with("prices/v1", "prices/v3"),
         1,
         "schema",
         "expected 'llm-savings-prices/v1'",

@@ -1,0 +1,396 @@
+"""Convert pydantic's ``genai-prices`` data into a price table v2 (docs/prices.md).
+
+genai-prices keeps, per provider, models with match rules, dated prices
+(``ConditionalPrice`` with a ``StartDateConstraint``), time-of-day prices
+(``TimeOfDateConstraint``, UTC), whole-request prompt tiers (``TieredPrices``:
+crossing a threshold bills *every* token at the tier rate, as the v2 ``tiers``
+do) and request-context variants (``price_variants``: ``service_tier`` and
+``processing: batch``). This module turns it into our YAML, pure (the
+provider objects in, text out); ``exporter.cli.prices`` does the I/O.
+
+- Model names: ``<provider>/<model id>``. Match rules are resolved into
+  aliases by genai-prices' own matcher over a finite list of candidate names
+  (every literal in any rule, every model id, their compact-date forms, and the
+  extra names the caller gives): ``<provider>/<name>`` for the provider's own
+  resolution, and the bare name for its provider-less one.
+- Versions: one per distinct start date (plus a base one before all of them,
+  priced as genai-prices prices a request older than every date: its first
+  price), each complete on its own.
+- Rates: ``input_mtok``, ``output_mtok``, ``cache_read_mtok``,
+  ``cache_write_mtok`` (our 5-minute write) and ``cache_write_1h_mtok``. What
+  genai-prices does not list is written as it bills it: a missing cache-read or
+  cache-write rate is the input rate, a missing 1h write the generic write rate,
+  a missing output rate 0. Everything else is counted by reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+BASE_DATE = date(2000, 1, 1)
+KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+_USED = {"input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok"}
+_USAGE_ONLY = {"web_searches_kcount", "storage_searches_kcount"}  # priced per use our records never report
+_DATED = re.compile(r"-(20\d\d)-(\d\d)-(\d\d)(?=-|:|$)")
+
+
+class GenaiPricesImportError(ValueError):
+    """The input is not genai-prices provider data at all."""
+
+
+class TierRates(NamedTuple):
+    above: int
+    rates: tuple[Decimal, ...]  # in KEYS order
+
+
+class RateSet(NamedTuple):
+    base: tuple[Decimal, ...]
+    tiers: tuple[TierRates, ...]
+
+
+class Window(NamedTuple):
+    name: str
+    start: str
+    end: str
+    rates: tuple[Decimal, ...]
+
+
+class ModelState(NamedTuple):
+    """One model on one day, as the v2 format writes it."""
+
+    rates: RateSet
+    service_tiers: tuple[tuple[str, RateSet], ...]
+    windows: tuple[Window, ...]
+
+
+@dataclass
+class ImportResult:
+    text: str
+    models: int
+    versions: int
+    aliases: int
+    skipped: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    notes: Counter[str] = field(default_factory=Counter)
+    _seen: set[tuple[str, str]] = field(default_factory=set)
+
+    def note(self, reason: str, name: str, skipped: bool = False) -> None:
+        """Count ``reason`` once per model (a model is converted once per version)."""
+        if (reason, name) in self._seen:
+            return
+        self._seen.add((reason, name))
+        (self.skipped if skipped else self.notes)[reason] += 1
+        bucket = self.examples.setdefault(reason, [])
+        if len(bucket) < 3:
+            bucket.append(name)
+
+    def summary(self) -> str:
+        """One line per reason, for the CLI's report."""
+        lines = [f"converted {self.models} models in {self.versions} versions with {self.aliases} aliases, "
+                 f"skipped {sum(self.skipped.values())}"]
+        for kind, counter in (("skipped", self.skipped), ("not represented", self.notes)):
+            for reason, count in sorted(counter.items(), key=lambda item: (-item[1], item[0])):
+                sample = ", ".join(self.examples.get(reason, []))
+                lines.append(f"  {kind:<15} {count:5d}  {reason}" + (f"  (e.g. {sample})" if sample else ""))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# prices
+
+
+def _at(price: Any, above: int | None) -> Decimal | None:
+    """A genai-prices price (a Decimal or TieredPrices) for prompts strictly above ``above``."""
+    if price is None or isinstance(price, Decimal):
+        return price
+    chosen = price.base
+    if above is not None:
+        for tier in price.tiers:
+            if tier.start <= above:
+                chosen = tier.price
+    return Decimal(chosen)
+
+
+def _flat(prices: dict[str, Any], above: int | None) -> tuple[Decimal, ...]:
+    """Our five rates from a genai-prices price set, filled as calc_price bills the unlisted kinds."""
+    inp = _at(prices.get("input_mtok"), above) or Decimal(0)
+    out = _at(prices.get("output_mtok"), above)
+    read = _at(prices.get("cache_read_mtok"), above)
+    write = _at(prices.get("cache_write_mtok"), above)
+    write_1h = _at(prices.get("cache_write_1h_mtok"), above)
+    return (inp, Decimal(0) if out is None else out, inp if read is None else read,
+            inp if write is None else write, (inp if write is None else write) if write_1h is None else write_1h)
+
+
+def rate_set(prices: dict[str, Any]) -> RateSet:
+    """Base rates and whole-request prompt tiers (the union of every kind's thresholds)."""
+    thresholds = sorted({tier.start for key in _USED if hasattr(prices.get(key), "tiers")
+                         for tier in prices[key].tiers})
+    return RateSet(_flat(prices, None), tuple(TierRates(t, _flat(prices, t)) for t in thresholds))
+
+
+def _prices_dict(model_price: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(model_price).items() if v is not None and not k.startswith("_")}
+
+
+def _variant_tier(when: dict[str, str]) -> str | None:
+    """The service tier a variant's context names, or None when the v2 format has no such field."""
+    if when == {"processing": "batch"}:
+        return "batch"
+    if set(when) == {"service_tier"} and re.fullmatch(r"[a-z0-9_-]{1,32}", when["service_tier"]):
+        return when["service_tier"]
+    return None
+
+
+def _clock(value: Any) -> str:
+    moment = datetime.combine(date(2000, 1, 1), value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%H:%M")
+
+
+def state_at(model: Any, day: date, result: ImportResult, name: str) -> ModelState | None:
+    """The model's prices on ``day`` (midnight UTC), as genai-prices' ``get_prices`` resolves them."""
+    windows: list[Window] = []
+    if isinstance(model.prices, list):
+        standard = model.prices[0].prices
+        for conditional in reversed(model.prices):
+            constraint = conditional.constraint
+            if constraint is None or (hasattr(constraint, "start_date") and constraint.start_date <= day):
+                standard = conditional.prices
+                break
+            if hasattr(constraint, "start_time"):
+                start, end = _clock(constraint.start_time), _clock(constraint.end_time)
+                prices = _prices_dict(conditional.prices)
+                window_set = rate_set(prices)
+                if window_set.tiers:
+                    result.note("time-of-day price with prompt tiers (v2 windows have no tiers)", name)
+                    continue
+                windows.append(Window(f"utc_{start.replace(':', '')}_{end.replace(':', '')}", start, end,
+                                      window_set.base))
+    else:
+        standard = model.prices
+    prices = _prices_dict(standard)
+    if prices and "input_mtok" not in prices and "output_mtok" not in prices:
+        return None  # priced only by audio seconds, pages, images...: not a token-priced model
+    tiers: dict[str, dict[str, Any]] = {}
+    for variant in model.price_variants or ():
+        constraint = variant.constraint
+        if constraint is not None and not (hasattr(constraint, "start_date") and constraint.start_date <= day):
+            continue
+        tier = _variant_tier(dict(variant.when))
+        overrides = _prices_dict(variant.prices)
+        if tier is None:
+            result.note(f"price variant for {json.dumps(dict(variant.when), sort_keys=True)}", name)
+            continue
+        if tier == "default":
+            if overrides:
+                result.note("service_tier default with its own prices (default means base rates)", name)
+            continue
+        merged = tiers.setdefault(tier, {})
+        for key, value in overrides.items():
+            merged.setdefault(key, value)
+    service = tuple((tier, rate_set({**prices, **over})) for tier, over in sorted(tiers.items()))
+    if windows and service:
+        result.note("service tiers during a time-of-day price (v2 applies the window's rates)", name)
+    return ModelState(rate_set(prices), service, tuple(windows))
+
+
+# ---------------------------------------------------------------------------
+# names
+
+
+def clause_literals(clause: Any) -> Iterable[str]:
+    """Every literal string in a match rule (candidates: genai-prices' matcher decides what they match)."""
+    for attr in ("equals", "starts_with", "ends_with", "contains"):
+        if isinstance(getattr(clause, attr, None), str):
+            yield getattr(clause, attr)
+    for sub in (*(getattr(clause, "or_", None) or ()), *(getattr(clause, "and_", None) or ())):
+        yield from clause_literals(sub)
+
+
+def open_rule(clause: Any) -> bool:
+    """True when a rule matches names beyond its literals (prefix, suffix, substring, regex)."""
+    if any(hasattr(clause, a) for a in ("starts_with", "ends_with", "contains", "regex")):
+        return True
+    return any(open_rule(sub) for sub in (*(getattr(clause, "or_", None) or ()),
+                                          *(getattr(clause, "and_", None) or ())))
+
+
+def candidates(providers: Sequence[Any], extra: Iterable[str]) -> list[str]:
+    """Names to resolve: rule literals, model ids, extra names, and compact-date forms of dated ones."""
+    names = {n.lower() for n in extra if n.strip()}
+    for provider in providers:
+        for model in provider.models:
+            names.add(model.id.lower())
+            names.update(n.lower() for n in clause_literals(model.match))
+    names.update([_DATED.sub(r"-\1\2\3", n) for n in names])
+    return sorted(n for n in names if n and len(n) < 200)
+
+
+# ---------------------------------------------------------------------------
+# text
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=True)
+
+
+def _num(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text if "." in text else text + ".0"
+
+
+def _rates_text(rates: tuple[Decimal, ...]) -> str:
+    return ", ".join(f"{key}: {_num(value)}" for key, value in zip(KEYS, rates, strict=True))
+
+
+def _set_text(rates: RateSet) -> str:
+    text = _rates_text(rates.base)
+    if rates.tiers:
+        text += ", tiers: [" + ", ".join(f"{{above: {t.above}, {_rates_text(t.rates)}}}" for t in rates.tiers) + "]"
+    return text
+
+
+def model_line(name: str, provider: str, state: ModelState, aliases: Sequence[str]) -> str:
+    """One model as a one-line flow mapping (the versions repeat every model: keep them compact)."""
+    parts = [f"family: {_q(provider)}", f"provider: {_q(provider)}"]
+    if aliases:
+        parts.append("aliases: [" + ", ".join(_q(a) for a in aliases) + "]")
+    parts.append(_set_text(state.rates))
+    if state.service_tiers:
+        parts.append("service_tiers: {" + ", ".join(f"{_q(t)}: {{{_set_text(r)}}}"
+                                                   for t, r in state.service_tiers) + "}")
+    if state.windows:
+        parts.append("time_windows: [" + ", ".join(
+            f"{{name: {w.name}, zone: UTC, start: {_q(w.start)}, end: {_q(w.end)}, {_rates_text(w.rates)}}}"
+            for w in state.windows) + "]")
+    return f"      {_q(name)}: {{{', '.join(parts)}}}"
+
+
+# ---------------------------------------------------------------------------
+# the table
+
+Resolver = Callable[[str, str | None], str | None]  # (name, provider id) -> "<provider>/<model>" or None
+
+
+def _dates(providers: Sequence[Any]) -> list[date]:
+    days = {BASE_DATE}
+    for provider in providers:
+        for model in provider.models:
+            constraints = [c.constraint for c in model.prices] if isinstance(model.prices, list) else []
+            constraints += [v.constraint for v in model.price_variants or ()]
+            days.update(c.start_date for c in constraints if hasattr(c, "start_date"))
+    return sorted(days)
+
+
+def _aliases(providers: Sequence[Any], resolve: Resolver, extra: Sequence[str], canonical: set[str],
+             result: ImportResult) -> dict[str, list[str]]:
+    by_id = {p.id: p for p in providers}
+    taken = set(canonical)
+    aliases: dict[str, list[str]] = {}
+
+    def add(alias: str, target: str | None) -> None:
+        if target is None or alias in taken:
+            return
+        if target in canonical:
+            taken.add(alias)
+            aliases.setdefault(target, []).append(alias)
+
+    for provider in providers:
+        related = [provider, *(by_id[f] for f in provider.fallback_model_providers or () if f in by_id)]
+        for name in candidates(related, extra):
+            add(f"{provider.id}/{name}", resolve(name, provider.id))
+    for name in candidates(providers, extra):
+        found = resolve(name, None)
+        if name in canonical and found is not None and found != name:
+            result.note("a name that is also a <provider>/<model> name resolves elsewhere without a provider",
+                        name)
+        add(name, found)
+    for provider in providers:
+        for model in provider.models:
+            if open_rule(model.match):
+                result.note("open match rule (prefix/suffix/substring/regex): only candidate names are aliases",
+                            f"{provider.id}/{model.id}")
+    return aliases
+
+
+def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_names: Sequence[str] = (),
+            since: date | None = None) -> ImportResult:
+    """genai-prices providers -> the text of a price table v2, every price change a version.
+
+    With ``since``, only the versions from that day: the first holds the prices in force then
+    (older traffic is unpriced, ``before_first_version``), so a table of every provider fits.
+    """
+    if not isinstance(providers, list | tuple) or not all(hasattr(p, "models") for p in providers):
+        raise GenaiPricesImportError("expected genai-prices' list of providers")
+    result = ImportResult(text="", models=0, versions=0, aliases=0)
+    days = _dates(providers)
+    if since is not None:
+        days = sorted({since, *(d for d in days if d > since)})
+    states: dict[str, list[ModelState]] = {}
+    owner: dict[str, str] = {}
+    for provider in providers:
+        for model in provider.models:
+            name = f"{provider.id}/{model.id}"
+            found = [state_at(model, day, result, name) for day in days]
+            if any(s is None for s in found):
+                result.note("no token price (input_mtok/output_mtok) in some version", name, skipped=True)
+                continue
+            states[name] = [s for s in found if s is not None]
+            owner[name] = provider.id
+            listed = (c.prices for c in model.prices) if isinstance(model.prices, list) else (model.prices,)
+            keys = {k for mp in (*listed, *(v.prices for v in model.price_variants or ())) for k in _prices_dict(mp)}
+            for key in sorted(keys - _USED):
+                why = ("a per-request fee: bill prices tokens only" if key == "requests_kcount"
+                       else "per-use price of a tool our records do not report" if key in _USAGE_ONLY
+                       else "a usage kind our records do not carry")
+                result.note(f"{key} ({why})", name)
+    # notes were counted once per version: count each (reason, model) once
+    aliases = _aliases(providers, resolve, extra_names, set(states), result)
+    out = [
+        f"# Converted from {source} by `llm-savings-exporter prices import-genai-prices`.",
+        "# USD per million tokens; tiers bill the whole request above their threshold, as genai-prices does.",
+        "schema: llm-savings-prices/v2",
+        "versions:",
+    ]
+    families = sorted(set(owner.values()))
+    for index, day in enumerate(days):
+        label = "genai-prices-base" if day == BASE_DATE else f"genai-prices-{day.isoformat()}"
+        out.append(f"  - version: {_q(label)}")
+        out.append(f"    effective_from: \"{day.isoformat()}T00:00:00Z\"")
+        why = "prices before every dated change" if day == BASE_DATE else f"prices from {day.isoformat()}"
+        out.append(f"    source: {_q(f'{source}: {why}')}")
+        out.append("    families: {" + ", ".join(f"{_q(f)}: {{}}" for f in families) + "}")
+        out.append("    models:")
+        for name in sorted(states):
+            out.append(model_line(name, owner[name], states[name][index], sorted(aliases.get(name, ()))))
+    result.text = "\n".join(out) + "\n"
+    result.models = len(states)
+    result.versions = len(days)
+    result.aliases = sum(len(v) for v in aliases.values())
+    return result
+
+
+def genai_resolver(snapshot: Any) -> Resolver:
+    """genai-prices' own name resolution (``find_provider_model``), naming the model's owner.
+
+    A provider may price another's model (its fallback providers): the name is the owner's.
+    """
+    owners = {id(model): f"{provider.id}/{model.id}" for provider in snapshot.providers for model in provider.models}
+
+    def resolve(name: str, provider_id: str | None) -> str | None:
+        try:
+            _, model = snapshot.find_provider_model(name, None, provider_id, None)
+        except (LookupError, ValueError):
+            return None
+        return owners.get(id(model))
+
+    return resolve

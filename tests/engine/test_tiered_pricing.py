@@ -1,0 +1,164 @@
+"""The engine with price table v2: spend is the provider's bill, savings are bills' differences (cliffs)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.engine.cells import cell_dollars
+from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import PricedModel, parse_price_table
+from exporter.prices.tiers import UsageTiers, bill
+
+TABLE = """\
+schema: llm-savings-prices/v2
+versions:
+  - version: "2025-06-17"
+    effective_from: "2025-06-17T00:00:00Z"
+    families: {google: {billed_token_factor: {"tiktoken:o200k_base": 1.1}}}
+    models:
+      "gemini-2.5-pro":
+        family: google
+        input: 1.25
+        output: 10.0
+        cache_read: 0.125
+        tiers:
+          - {above: 200000, input: 2.5, output: 15.0, cache_read: 0.25}
+        service_tiers:
+          batch: {multiplier: 0.5}
+      "gpt-4o":
+        input: 2.5
+        output: 10.0
+        cache_read: 1.25
+"""
+V1 = TABLE.replace("prices/v2", "prices/v1").split('      "gemini-2.5-pro":')[0] + """\
+      "gemini-2.5-pro":
+        family: google
+        input: 1.25
+        output: 10.0
+        cache_read: 0.125
+      "gpt-4o":
+        input: 2.5
+        output: 10.0
+        cache_read: 1.25
+"""
+NO_TIERS = V1.replace("prices/v1", "prices/v2")
+TS = datetime(2025, 7, 1, 12, tzinfo=UTC).timestamp()
+MONTH = "2025-07"
+
+
+def _pipeline(text: str = TABLE) -> Pipeline:
+    return Pipeline(parse_price_table(text, "t.yaml"))
+
+
+def _line(**fields: Any) -> bytes:
+    return json.dumps({"ts": TS, "model": "gemini-2.5-pro", **fields}).encode()
+
+
+def _rates(table: str, **kw: Any) -> PricedModel:
+    found = parse_price_table(table, "t.yaml").lookup("gemini-2.5-pro", TS, **kw)
+    assert isinstance(found, PricedModel)
+    return found
+
+
+def test_compression_across_the_tier_saves_the_jump():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="a", tokens_before=250_000, tokens_after=150_000, count_method="provider",
+                               usage={"promptTokenCount": 150_000, "candidatesTokenCount": 1_000}))
+    totals = pipeline.aggregates.month_totals()[MONTH]
+    low, high = _rates(TABLE, prompt_tokens=150_000), _rates(TABLE, prompt_tokens=250_000)
+    assert (low.input, high.input) == (1.25, 2.5)
+    actual = bill(UsageTiers(150_000, 0, 0, 0, 1_000), low)
+    counterfactual = bill(UsageTiers(250_000, 0, 0, 0, 1_000), high)
+    assert totals["spend_usd"] == float(actual)
+    assert totals["usd_saved"] == float(counterfactual - actual)
+    # the float figures of /metrics say the same
+    (key, cell), = pipeline.aggregates.cells.items()
+    dollars = cell_dollars(cell, pipeline.aggregates.rate_book[key.rate_id], key.method)
+    assert math.isclose(dollars.usd_saved, float(counterfactual - actual), rel_tol=1e-12)
+    # more than the input rate alone would say: the output also leaves the dearer tier
+    assert counterfactual - actual > Fraction(100_000 * 125, 100 * 10**6)
+
+
+def test_would_have_saved_across_the_tier():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="w", would_have_saved=100_000,
+                               usage={"promptTokenCount": 250_000, "candidatesTokenCount": 2_000}))
+    totals = pipeline.aggregates.month_totals()[MONTH]
+    actual = bill(UsageTiers(250_000, 0, 0, 0, 2_000), _rates(TABLE, prompt_tokens=250_000))
+    smaller = bill(UsageTiers(150_000, 0, 0, 0, 2_000), _rates(TABLE, prompt_tokens=150_000))
+    assert totals["spend_usd"] == float(actual)
+    assert totals["would_have_saved_usd"] == float(actual - smaller)
+
+
+def test_a_long_prompt_is_billed_whole_at_the_tier_and_the_float_figures_agree():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="b", usage={"promptTokenCount": 300_000, "candidatesTokenCount": 10}))
+    pipeline.ingest_line(_line(request_id="c", usage={"promptTokenCount": 1_000, "candidatesTokenCount": 10}))
+    totals = pipeline.aggregates.month_totals()[MONTH]
+    expected = (bill(UsageTiers(300_000, 0, 0, 0, 10), _rates(TABLE, prompt_tokens=300_000))
+                + bill(UsageTiers(1_000, 0, 0, 0, 10), _rates(TABLE)))
+    assert totals["spend_usd"] == float(expected)
+    tiers = {rates.tier for rates in pipeline.aggregates.rate_book}
+    assert tiers == {"", "above_200000"}
+
+
+def test_service_tier_prices_and_unknown_is_flagged():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="d", service_tier="batch", usage={"promptTokenCount": 1_000_000 // 8,
+                                                                           "candidatesTokenCount": 0}))
+    pipeline.ingest_line(_line(request_id="e", model="gpt-4o", service_tier="Flex",
+                               usage={"prompt_tokens": 1_000, "completion_tokens": 0}))
+    agg = pipeline.aggregates
+    assert agg.month_totals()[MONTH]["spend_usd"] == float(Fraction(125_000 * 625, 1000 * 10**6)
+                                                           + Fraction(1_000 * 25, 10 * 10**6))
+    assert agg.flagged == {(MONTH, "unknown_service_tier"): 1}
+    assert {r.service_tier for r in agg.rate_book} == {"batch", "unknown"}
+
+
+def _records(draw_tokens: list[tuple[int, int, int, int]]) -> list[bytes]:
+    lines = []
+    for index, (prompt, output, before, after) in enumerate(draw_tokens):
+        lines.append(_line(request_id=str(index), tokens_before=before, tokens_after=after,
+                           count_method="tiktoken:o200k_base", would_have_saved=after // 3,
+                           usage={"promptTokenCount": prompt, "candidatesTokenCount": output}))
+    return lines
+
+
+requests = st.lists(st.tuples(st.integers(0, 400_000), st.integers(0, 5_000), st.integers(0, 300_000),
+                              st.integers(0, 300_000)), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(requests)
+def test_no_tier_defined_is_bit_identical_to_v1(draws):
+    lines = _records(draws)
+    v1, v2 = _pipeline(V1), _pipeline(NO_TIERS)
+    v1.ingest_lines(lines)
+    v2.ingest_lines(lines)
+    assert v1.aggregates.month_totals() == v2.aggregates.month_totals()
+    assert v1.aggregates.to_state() == v2.aggregates.to_state()
+
+
+@settings(max_examples=60, deadline=None)
+@given(requests, st.randoms(use_true_random=False))
+def test_tiered_totals_are_order_independent_and_savings_never_negative(draws, rng: random.Random):
+    lines = _records([d if d[2] >= d[3] else (d[0], d[1], d[3], d[2]) for d in draws])
+    first, second = _pipeline(), _pipeline()
+    first.ingest_lines(lines)
+    shuffled = list(lines)
+    rng.shuffle(shuffled)
+    second.ingest_lines(shuffled)
+    totals = first.aggregates.month_totals()
+    assert totals == second.aggregates.month_totals()
+    assert totals[MONTH]["usd_saved"] >= 0
+    assert totals[MONTH]["would_have_saved_usd"] >= 0
+    restored = type(first.aggregates).from_state(json.loads(json.dumps(first.aggregates.to_state())))
+    assert restored.month_totals() == totals
