@@ -70,10 +70,41 @@ def test_gemini_cached_inside_prompt():
     assert tiers(record_of(payloads()["chatcmpl-gemini-1"])) == (3000, 9000, 0, 0, 800)
 
 
-def test_litellm_response_cache_hit_has_no_billed_usage():
-    record = record_of(payloads()["chatcmpl-openai-1_cache_hit1764561600.5"])
-    assert record.usage is None
+def test_litellm_response_cache_hit_keeps_the_cached_usage():
+    payload = payloads()["chatcmpl-openai-1_cache_hit1764561600.5"]
+    assert to_canonical(payload)["response_cache"] == "unspecified"
+    record = record_of(payload)
+    cached = payload["metadata"]["usage_object"]
+    assert tiers(record) == (cached["prompt_tokens"], 0, 0, 0, cached["completion_tokens"])
+    assert "response_cache_hit" in record.flags
     assert record.request_id == "chatcmpl-openai-1_cache_hit1764561600.5"
+
+
+@pytest.mark.parametrize(("cache_type", "kind"), [
+    ("redis-semantic", "semantic"), ("qdrant-semantic", "semantic"), ("local", "exact"), ("redis", "exact"),
+    ("disk", "exact"), ("s3", "exact"), (None, "unspecified"), ("something-new", "unspecified"), (7, "unspecified"),
+])
+def test_cache_kind_of_litellm_cache_types(cache_type, kind):
+    payload = dict(payloads()["chatcmpl-openai-1_cache_hit1764561600.5"], cache_type=cache_type)
+    assert to_canonical(payload)["response_cache"] == kind
+
+
+def test_model_group_is_the_requested_model_and_model_the_deployment():
+    payload = dict(payloads()["chatcmpl-openai-1"], model="gpt-4o-mini", model_group="smart")
+    canonical = to_canonical(payload)
+    assert (canonical["model"], canonical["requested_model"]) == ("gpt-4o-mini", "smart")
+    assert "requested_model" not in to_canonical(dict(payload, model_group=""))
+    assert "response_cache" not in canonical
+
+
+def test_service_tier_from_the_response_then_cost_breakdown():
+    base = payloads()["chatcmpl-openai-1"]
+    assert to_canonical(dict(base, response={"service_tier": "flex"}))["service_tier"] == "flex"
+    both = dict(base, response={"service_tier": None}, cost_breakdown={"service_tier": "priority"})
+    assert to_canonical(both)["service_tier"] == "priority"
+    with pytest.raises(FormatError) as bad:
+        to_canonical(dict(base, response={"service_tier": 3}))
+    assert bad.value.reason == "invalid_field" and "response.service_tier" in str(bad.value)
 
 
 def test_failed_call_is_a_record_with_zero_usage():
