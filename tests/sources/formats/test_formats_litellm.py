@@ -335,10 +335,17 @@ def test_decoders_litellm_and_auto():
     assert isinstance(bad, Rejection) and bad.reason == "inconsistent_usage"
 
 
-def test_replay_litellm_totals_by_hand(capsys):
-    assert main(["replay", str(FIXTURE), "--format", "litellm", "--json"]) == 0
+def test_replay_litellm_totals_by_hand(capsys, tmp_path):
+    # The response-cache hit line carries the usage of the call that paid (what its answer would
+    # have billed): it is avoided spend, counted by the engine's response-cache counters, not here.
+    paid = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines()
+            if json.loads(line).get("cache_hit") is not True]
+    assert len(paid) == 6
+    log = tmp_path / "paid.jsonl"
+    log.write_text("\n".join(paid) + "\n", encoding="utf-8")
+    assert main(["replay", str(log), "--format", "litellm", "--json"]) == 0
     month = json.loads(capsys.readouterr().out)["months"]["2025-12"]
-    assert month["requests"] == 7 and month["rejected"] == 0 and month["unpriced"] == 0
+    assert month["requests"] == 6 and month["rejected"] == 0 and month["unpriced"] == 0
     assert month["fresh_input_tokens"] == 1304 + 250 + 1000 + 3000 + 3000
     assert month["cache_read_tokens"] == 4096 + 20000 + 9000
     assert month["cache_write_tokens"] == 1000 + 10000 + 8000
