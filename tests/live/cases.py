@@ -176,22 +176,20 @@ def litellm_cases(base_url: str, with_error: bool = False) -> list[Case]:
         """The same completion twice with LiteLLM's in-memory cache on: a miss, then a hit."""
         from litellm.caching.caching import Cache
 
-        litellm.cache = Cache(type="local")
-        try:
-            kw: dict[str, Any] = {
-                "model": f"openai/{OPENAI_CHAT_MODEL}",
-                "api_base": base_url + "/v1",
-                "api_key": FAKE_OPENAI_KEY,
-                "messages": [{"role": "user", "content": prompt("cache_read")}],
-                "caching": True,
-            }
-            first = litellm.completion(**kw)
-            return first, litellm.completion(**kw)
-        finally:
-            litellm.cache = None
+        litellm.cache = Cache(type="local")  # left on until the next case: the loggers run after the call
+        kw: dict[str, Any] = {
+            "model": f"openai/{OPENAI_CHAT_MODEL}",
+            "api_base": base_url + "/v1",
+            "api_key": FAKE_OPENAI_KEY,
+            "messages": [{"role": "user", "content": prompt("cache_read")}],
+            "caching": True,
+        }
+        first = litellm.completion(**kw)
+        return first, litellm.completion(**kw)
 
     def router_alias() -> Any:
         """A Router whose model group ``smart`` is a deployment of another model."""
+        litellm.cache = None
         router = litellm.Router(model_list=[{
             "model_name": ROUTER_GROUP,
             "litellm_params": {"model": f"openai/{OPENAI_CHAT_MODEL}", "api_base": base_url + "/v1",

@@ -142,12 +142,13 @@ def _savings(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-# LiteLLM's cache types (litellm.types.caching.LiteLLMCacheType values): key caches answer an
-# exact repeat, the semantic ones a similar prompt.
-SEMANTIC_CACHE_TYPES = frozenset({"redis-semantic", "qdrant-semantic"})
-EXACT_CACHE_TYPES = frozenset({"local", "redis", "redis-cluster", "s3", "gcs", "azure-blob", "disk",
-                               "disk-cache", "in-memory", "dual"})
-_CACHE_TYPE_KEYS = ("cache_type", "litellm_cache_type")
+# LiteLLM's cache types (litellm.types.caching.LiteLLMCacheType values, and its disk cache): key
+# caches answer an exact repeat, the semantic ones a similar prompt. The payload does not name the
+# cache; exporter.integrations.litellm_logger adds ``cache_type`` to a hit's line. A semantic cache
+# also stamps ``semantic-similarity`` into the request metadata.
+SEMANTIC_CACHE_TYPES = frozenset({"redis-semantic", "qdrant-semantic", "valkey-semantic"})
+EXACT_CACHE_TYPES = frozenset({"local", "redis", "s3", "gcs", "azure-blob", "disk"})
+_CACHE_TYPE_KEYS = ("cache_type",)
 MAX_TIER_CHARS = 64
 
 
@@ -203,7 +204,10 @@ def gateway_keys(obj: Mapping[str, Any], model: Any) -> dict[str, Any]:
     if isinstance(group, str) and group and model is not None:
         out["requested_model"] = group
     if obj.get("cache_hit") is True:
-        out["response_cache"] = cache_kind(_cache_type(obj))
+        kind = cache_kind(_cache_type(obj))
+        if kind == "unspecified" and "semantic-similarity" in _mapping(obj.get("metadata")):
+            kind = "semantic"  # only LiteLLM's semantic caches stamp a similarity
+        out["response_cache"] = kind
     return out
 
 

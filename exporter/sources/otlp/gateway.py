@@ -12,7 +12,8 @@ Any dialect's span may carry them, so they are read after the dialect's usage:
   ``llm_savings.response_cache``, else ``unspecified`` for a LiteLLM span with
   ``litellm.cache_hit`` true (its spans do not say which cache answered).
 - ``requested_model`` (the model or alias the client asked for; ``model`` stays
-  the one called): ``llm_savings.requested_model``.
+  the one called): ``llm_savings.requested_model``, else ``litellm.model_group``
+  (a LiteLLM Router's or proxy's model group, on its spans).
 
 A value of the wrong type or length rejects the span (``BadValue``), as any
 other attribute does; an unknown ``response_cache`` kind likewise (``invalid_field``).
@@ -36,9 +37,10 @@ SERVICE_TIER_KEYS = (
     "llm.openai.service_tier",
 )
 A_LITELLM_CACHE_HIT = "litellm.cache_hit"
+REQUESTED_MODEL_KEYS = (S_REQUESTED_MODEL, "litellm.model_group")
 RESPONSE_CACHE_KINDS = ("exact", "semantic", "unspecified")
 # The exact names a decoder must keep (the llm_savings ones are under a kept prefix anyway).
-KEYS = frozenset({*SERVICE_TIER_KEYS, A_LITELLM_CACHE_HIT})
+KEYS = frozenset({*SERVICE_TIER_KEYS, A_LITELLM_CACHE_HIT, *REQUESTED_MODEL_KEYS})
 
 
 def _truthy(value: Any) -> bool:
@@ -59,10 +61,10 @@ def gateway_keys(attrs: Mapping[str, Any]) -> dict[str, Any]:
         out["response_cache"] = kind
     elif _truthy(attrs.get(A_LITELLM_CACHE_HIT)):
         out["response_cache"] = "unspecified"
-    requested = read_string(attrs, S_REQUESTED_MODEL)
+    requested = first_string(attrs, REQUESTED_MODEL_KEYS)
     if requested is not None:
         out["requested_model"] = requested
     return out
 
 
-__all__ = ["KEYS", "RESPONSE_CACHE_KINDS", "SERVICE_TIER_KEYS", "gateway_keys"]
+__all__ = ["KEYS", "REQUESTED_MODEL_KEYS", "RESPONSE_CACHE_KINDS", "SERVICE_TIER_KEYS", "gateway_keys"]
