@@ -144,3 +144,68 @@ def test_gateway_keys_either_reads_or_names_the_bad_attribute(attrs: dict[str, A
     assert out.get("response_cache", "exact") in RESPONSE_CACHE_KINDS
     for value in out.values():
         assert isinstance(value, str) and value
+
+
+# --- the captured LiteLLM response-cache hit and Router alias -------------------------------------
+
+
+def _calls(case: str) -> list[dict[str, Any]]:
+    return json.loads((FIXTURES / "litellm_payload" / f"{case}.calls.json").read_text())["calls"]
+
+
+def _tiers(record: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    parsed = parse_object(record)
+    assert isinstance(parsed, Record) and parsed.usage is not None, parsed
+    u = parsed.usage
+    return (u.fresh_input, u.cache_read, u.cache_write_5m, u.cache_write_1h, u.output)
+
+
+def _truth(call: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    u = call["usage"]
+    return (u["fresh_input"], u["cache_read"], u["cache_write_5m"], u["cache_write_1h"], u["output"])
+
+
+def test_litellm_payload_cache_hit_is_exact_with_the_paying_calls_usage() -> None:
+    (call,) = _calls("openai_chat_response_cache_hit")  # one provider call for two completions
+    paid, hit = (to_canonical(line) for line in _payload_lines("openai_chat_response_cache_hit"))
+    assert "response_cache" not in paid and "response_cache_hit" not in paid.get("source_flags", [])
+    assert hit["response_cache"] == "exact"  # Cache(type="local"): a key cache
+    assert hit["source_flags"] == ["response_cache_hit"]
+    assert _tiers(hit) == _tiers(paid) == _truth(call)  # what the original call billed, not zero
+    assert hit["request_id"] != paid["request_id"]
+    assert hit["service_tier"] == paid["service_tier"] == "default"
+
+
+def test_litellm_payload_router_alias_is_the_requested_model() -> None:
+    from tests.live.cases import OPENAI_CHAT_MODEL, ROUTER_GROUP
+
+    (call,) = _calls("router_alias")
+    (line,) = _payload_lines("router_alias")
+    record = to_canonical(line)
+    assert record["requested_model"] == ROUTER_GROUP == line["model_group"]
+    assert record["model"].endswith(OPENAI_CHAT_MODEL) and call["model"] == OPENAI_CHAT_MODEL
+    assert _tiers(record) == _truth(call)
+    assert "response_cache" not in record
+
+
+@pytest.mark.parametrize("dialect", ["litellm_otel", "litellm_otel_latest"])
+def test_litellm_span_cache_hit_keeps_the_paying_calls_usage(dialect: str) -> None:
+    doc = json.loads((FIXTURES / dialect / "openai_chat_response_cache_hit.json").read_text())
+    (call,) = doc["calls"]
+    records = _records(dialect, "openai_chat_response_cache_hit")
+    hits = [r for r in records if "response_cache" in r]
+    paid = [r for r in records if "response_cache" not in r]
+    assert len(hits) == len(paid) == 1
+    assert hits[0]["response_cache"] == "unspecified"  # the span does not name the cache
+    assert "response_cache_hit" in hits[0]["source_flags"]
+    assert _tiers(hits[0]) == _tiers(paid[0]) == _truth(call)
+    assert hits[0]["request_id"] != paid[0]["request_id"]  # the call id, not the cached response's id
+
+
+@pytest.mark.parametrize("dialect", ["litellm_otel", "litellm_otel_latest"])
+def test_litellm_span_router_alias_is_the_requested_model(dialect: str) -> None:
+    from tests.live.cases import OPENAI_CHAT_MODEL, ROUTER_GROUP
+
+    (record,) = _records(dialect, "router_alias")
+    assert (record["requested_model"], record["model"]) == (ROUTER_GROUP, OPENAI_CHAT_MODEL)
+    assert record["service_tier"] == "default"
