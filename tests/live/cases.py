@@ -34,10 +34,12 @@ def _system(scenario: str) -> list[dict[str, Any]]:
 # --- OpenAI SDK ----------------------------------------------------------------------------------
 
 
-def openai_cases(client: Any, responses: bool = True) -> list[Case]:
-    def chat(scenario: str, stream: bool) -> Callable[[], Any]:
+def openai_cases(client: Any, responses: bool = True, service_tier: bool = False) -> list[Case]:
+    def chat(scenario: str, stream: bool, tier: str | None = None) -> Callable[[], Any]:
         def run() -> Any:
             msgs = [{"role": "user", "content": prompt(scenario)}]
+            if tier is not None:
+                return client.chat.completions.create(model=OPENAI_CHAT_MODEL, messages=msgs, service_tier=tier)
             if not stream:
                 return client.chat.completions.create(model=OPENAI_CHAT_MODEL, messages=msgs)
             chunks = client.chat.completions.create(
@@ -62,6 +64,8 @@ def openai_cases(client: Any, responses: bool = True) -> list[Case]:
         ("chat_plain_stream", chat("plain", True)),
         ("chat_cache_read_stream", chat("cache_read", True)),
     ]
+    if service_tier:  # a flex-processing call: the response says which tier served it
+        cases.append(("chat_plain_flex", chat("plain", False, "flex")))
     if responses:
         cases += [
             ("responses_cache_read", resp("cache_read", False)),

@@ -209,3 +209,14 @@ def test_litellm_span_router_alias_is_the_requested_model(dialect: str) -> None:
     (record,) = _records(dialect, "router_alias")
     assert (record["requested_model"], record["model"]) == (ROUTER_GROUP, OPENAI_CHAT_MODEL)
     assert record["service_tier"] == "default"
+
+
+@pytest.mark.parametrize("dialect", ["otel_openai_v2", "otel_openai_v2_latest"])
+def test_openai_flex_call_is_the_flex_tier(dialect: str) -> None:
+    """The real openai client asked for flex; the instrumentation recorded the response's tier
+    (``openai.response.service_tier``, semantic-conventions 0.66b2), not the request's."""
+    (span,) = [s for s in load_case(dialect, "chat_plain_flex").spans if s.attributes.get("gen_ai.request.model")]
+    assert span.attributes["openai.response.service_tier"] == "flex"
+    (record,) = _records(dialect, "chat_plain_flex")
+    assert record["service_tier"] == "flex"
+    assert {r.get("service_tier") for r in _records(dialect, "chat_plain")} == {"default"}
