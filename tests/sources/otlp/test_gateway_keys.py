@@ -18,7 +18,7 @@ from exporter.engine.records import Record, parse_object
 from exporter.sources.formats.litellm import to_canonical
 from exporter.sources.otlp.attributes import BadValue
 from exporter.sources.otlp.gateway import RESPONSE_CACHE_KINDS, SERVICE_TIER_KEYS, gateway_keys
-from exporter.sources.otlp.mapping import MappingOptions, Mapped, Rejected, map_protobuf, map_span
+from exporter.sources.otlp.mapping import Mapped, MappingOptions, Rejected, map_protobuf, map_span
 from exporter.sources.otlp.spans import SpanView
 from tests.live.pytest_fixtures import all_cases
 from tests.live.spans import FIXTURES, load_case, request_bytes
