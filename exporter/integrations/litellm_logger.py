@@ -41,6 +41,7 @@ from typing import Any
 from litellm.integrations.custom_logger import CustomLogger  # type: ignore[import-not-found, unused-ignore]
 
 ENV_PATH = "LLM_SAVINGS_LITELLM_LOG"
+CACHE_TYPE_KEY = "cache_type"  # added to a cache hit's line: the payload does not say which cache answered
 DEFAULT_PATH = "litellm-payloads.jsonl"
 
 
@@ -52,6 +53,24 @@ def encode_line(payload: Any) -> bytes:
     """One JSON line; values JSON does not know (datetimes, enums) are written as their ``str``."""
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str)
     return (text.replace("\n", "\\n") + "\n").encode("utf-8")
+
+
+def cache_type() -> str | None:
+    """The type of LiteLLM's configured response cache (``local``, ``redis-semantic`` ...), if any."""
+    import litellm  # type: ignore[import-not-found, unused-ignore]
+
+    kind = getattr(getattr(litellm, "cache", None), "type", None)
+    value = getattr(kind, "value", kind)
+    return value if isinstance(value, str) else None
+
+
+def with_cache_type(payload: Any) -> Any:
+    """A cache hit's payload with ``cache_type`` added (a copy), so the exporter can tell an exact
+    key cache from a semantic one; any other payload as it is."""
+    if not isinstance(payload, dict) or payload.get("cache_hit") is not True or CACHE_TYPE_KEY in payload:
+        return payload
+    kind = cache_type()
+    return payload if kind is None else {**payload, CACHE_TYPE_KEY: kind}
 
 
 def append_line(path: str, line: bytes) -> None:
@@ -76,7 +95,7 @@ class PayloadFileLogger(CustomLogger):  # type: ignore[misc, unused-ignore]
         payload = kwargs.get("standard_logging_object") if isinstance(kwargs, dict) else None
         if payload is None:
             return
-        append_line(self._path or log_path(), encode_line(payload))
+        append_line(self._path or log_path(), encode_line(with_cache_type(payload)))
 
     def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
         self._write(kwargs)

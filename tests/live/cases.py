@@ -12,6 +12,7 @@ from typing import Any
 OPENAI_CHAT_MODEL = "gpt-4o-mini"
 OPENAI_RESPONSES_MODEL = "gpt-4.1-mini"
 ANTHROPIC_MODEL = "claude-sonnet-4-5"
+ROUTER_GROUP = "smart"  # the LiteLLM Router alias the router case asks for
 FAKE_OPENAI_KEY = "sk-fake-not-a-secret"
 FAKE_ANTHROPIC_KEY = "sk-ant-fake-not-a-secret"
 
@@ -33,10 +34,12 @@ def _system(scenario: str) -> list[dict[str, Any]]:
 # --- OpenAI SDK ----------------------------------------------------------------------------------
 
 
-def openai_cases(client: Any, responses: bool = True) -> list[Case]:
-    def chat(scenario: str, stream: bool) -> Callable[[], Any]:
+def openai_cases(client: Any, responses: bool = True, service_tier: bool = False) -> list[Case]:
+    def chat(scenario: str, stream: bool, tier: str | None = None) -> Callable[[], Any]:
         def run() -> Any:
             msgs = [{"role": "user", "content": prompt(scenario)}]
+            if tier is not None:
+                return client.chat.completions.create(model=OPENAI_CHAT_MODEL, messages=msgs, service_tier=tier)
             if not stream:
                 return client.chat.completions.create(model=OPENAI_CHAT_MODEL, messages=msgs)
             chunks = client.chat.completions.create(
@@ -61,6 +64,8 @@ def openai_cases(client: Any, responses: bool = True) -> list[Case]:
         ("chat_plain_stream", chat("plain", True)),
         ("chat_cache_read_stream", chat("cache_read", True)),
     ]
+    if service_tier:  # a flex-processing call: the response says which tier served it
+        cases.append(("chat_plain_flex", chat("plain", False, "flex")))
     if responses:
         cases += [
             ("responses_cache_read", resp("cache_read", False)),
@@ -171,6 +176,31 @@ def litellm_cases(base_url: str, with_error: bool = False) -> list[Case]:
         except Exception as exc:  # the failure is the point of this case
             return exc
 
+    def response_cache_hit() -> Any:
+        """The same completion twice with LiteLLM's in-memory cache on: a miss, then a hit."""
+        from litellm.caching.caching import Cache
+
+        litellm.cache = Cache(type="local")  # left on until the next case: the loggers run after the call
+        kw: dict[str, Any] = {
+            "model": f"openai/{OPENAI_CHAT_MODEL}",
+            "api_base": base_url + "/v1",
+            "api_key": FAKE_OPENAI_KEY,
+            "messages": [{"role": "user", "content": prompt("cache_read")}],
+            "caching": True,
+        }
+        first = litellm.completion(**kw)
+        return first, litellm.completion(**kw)
+
+    def router_alias() -> Any:
+        """A Router whose model group ``smart`` is a deployment of another model."""
+        litellm.cache = None
+        router = litellm.Router(model_list=[{
+            "model_name": ROUTER_GROUP,
+            "litellm_params": {"model": f"openai/{OPENAI_CHAT_MODEL}", "api_base": base_url + "/v1",
+                               "api_key": FAKE_OPENAI_KEY},
+        }])
+        return router.completion(model=ROUTER_GROUP, messages=[{"role": "user", "content": prompt("plain")}])
+
     cases: list[Case] = [
         ("openai_chat_plain", openai_call("plain", False)),
         ("openai_chat_cache_read", openai_call("cache_read", False)),
@@ -182,6 +212,7 @@ def litellm_cases(base_url: str, with_error: bool = False) -> list[Case]:
         ("anthropic_mixed", anthropic_call("mixed", False)),
         ("anthropic_mixed_stream", anthropic_call("mixed", True)),
     ]
+    cases += [("openai_chat_response_cache_hit", response_cache_hit), ("router_alias", router_alias)]
     if with_error:
         cases.append(("openai_chat_error", failing))
     return cases

@@ -57,7 +57,7 @@ def otel_openai_v2(url: str, cap: CaptureEndpoint, latest: bool = False) -> Dial
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=tp)
-    return Dialect(c.openai_cases(c.openai_client(url)), tp.force_flush)
+    return Dialect(c.openai_cases(c.openai_client(url), service_tier=True), tp.force_flush)
 
 
 # --- b. OpenLLMetry -------------------------------------------------------------------------------

@@ -100,7 +100,9 @@ ENVS: dict[str, Env] = {
         ),
         Env(
             "litellm",
-            ("litellm==1.110.2", *OTEL_SDK),
+            # litellm 1.110.2's SDK response-cache hit path imports its proxy code (fastapi, orjson)
+            # and its audio helpers (soundfile): without them a cache hit raises ModuleNotFoundError
+            ("litellm==1.110.2", "fastapi==0.165.0", "orjson==3.13.0", "soundfile==0.14.0", *OTEL_SDK),
             ("litellm_otel", "litellm_otel_latest", "litellm_payload"),
             ("openai", "httpx"),
         ),

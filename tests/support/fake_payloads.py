@@ -24,7 +24,7 @@ def sse(events: list[tuple[str | None, Any]]) -> bytes:
 # --- OpenAI Chat Completions ---------------------------------------------------------------------
 
 
-def chat_completion(rid: str, model: str, u: Usage) -> dict[str, Any]:
+def chat_completion(rid: str, model: str, u: Usage, service_tier: str = "default") -> dict[str, Any]:
     return {
         "id": rid,
         "object": "chat.completion",
@@ -39,7 +39,7 @@ def chat_completion(rid: str, model: str, u: Usage) -> dict[str, Any]:
             }
         ],
         "usage": chat_usage(u),
-        "service_tier": "default",
+        "service_tier": service_tier,
         "system_fingerprint": "fp_fake",
     }
 

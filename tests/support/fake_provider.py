@@ -46,6 +46,15 @@ ENDPOINTS = {
 _ID_PREFIX = {"openai.chat_completions": "chatcmpl-", "openai.responses": "resp_", "anthropic.messages": "msg_"}
 
 
+SERVED_TIERS = ("default", "flex", "priority", "scale")  # what OpenAI answers in ``service_tier``
+
+
+def served_tier(body: dict[str, Any]) -> str:
+    """The tier a chat completion reports, like OpenAI: the requested one, ``default`` for ``auto`` or none."""
+    tier = body.get("service_tier")
+    return tier if isinstance(tier, str) and tier in SERVED_TIERS else "default"
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -102,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
             if stream:
                 self._send(200, p.chat_stream(rid, model, truth, include), "text/event-stream")
             else:
-                self._json(200, p.chat_completion(rid, model, truth))
+                self._json(200, p.chat_completion(rid, model, truth, served_tier(body)))
         elif endpoint == "openai.responses":
             if stream:
                 self._send(200, p.responses_stream(rid, model, truth, reasoning), "text/event-stream")

@@ -18,6 +18,17 @@ detect. Contradictory numbers raise ``FormatError`` with reason
 Cache writes with a TTL other than 5m/1h (LiteLLM knows 30m and 12h) are
 counted as 1h writes, the longer-TTL tier we price.
 
+The three keys the record format gained for gateways (docs/integrations.md):
+``service_tier`` is the tier the provider says it served (``response.service_tier``,
+else LiteLLM's ``cost_breakdown.service_tier``, else the usage object's own, which
+Anthropic spells ``standard``); ``requested_model`` is ``model_group`` (the alias
+or model group the client asked a Router/proxy for) while ``model`` stays the
+deployment's model that was called; a ``cache_hit`` of LiteLLM's response cache
+becomes ``response_cache`` with the payload's usage kept: LiteLLM logs the
+cached response's usage, what the original call billed (a kind LiteLLM names:
+its semantic caches give ``semantic``, its key caches ``exact``; otherwise
+``unspecified``).
+
 No prompt text is read: ``messages`` and the response's content are ignored.
 """
 
@@ -131,6 +142,75 @@ def _savings(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+# LiteLLM's cache types (litellm.types.caching.LiteLLMCacheType values, and its disk cache): key
+# caches answer an exact repeat, the semantic ones a similar prompt. The payload does not name the
+# cache; exporter.integrations.litellm_logger adds ``cache_type`` to a hit's line. A semantic cache
+# also stamps ``semantic-similarity`` into the request metadata.
+SEMANTIC_CACHE_TYPES = frozenset({"redis-semantic", "qdrant-semantic", "valkey-semantic"})
+EXACT_CACHE_TYPES = frozenset({"local", "redis", "s3", "gcs", "azure-blob", "disk"})
+_CACHE_TYPE_KEYS = ("cache_type",)
+MAX_TIER_CHARS = 64
+
+
+def cache_kind(cache_type: Any) -> str:
+    """LiteLLM's cache type -> the record's ``response_cache`` kind."""
+    if not isinstance(cache_type, str):
+        return "unspecified"
+    name = cache_type.strip().lower().replace("_", "-")
+    if name in SEMANTIC_CACHE_TYPES or name.endswith("-semantic"):
+        return "semantic"
+    return "exact" if name in EXACT_CACHE_TYPES else "unspecified"
+
+
+def _string(value: Any, where: str) -> str | None:
+    """An optional string field: None/'' absent, anything but a short string a ``FormatError``."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise FormatError("invalid_field", f"{where} is {type(value).__name__}, not a string")
+    if len(value) > MAX_TIER_CHARS:
+        raise FormatError("invalid_field", f"{where} is longer than {MAX_TIER_CHARS} characters")
+    return value
+
+
+def _service_tier(obj: Mapping[str, Any]) -> str | None:
+    metadata = _mapping(obj.get("metadata"))
+    for where, holder in (("response", _mapping(obj.get("response"))),
+                          ("cost_breakdown", _mapping(obj.get("cost_breakdown"))),
+                          ("hidden_params", _mapping(obj.get("hidden_params"))),
+                          ("metadata.usage_object", _mapping(metadata.get("usage_object"))),
+                          ("response.usage", _mapping(_mapping(obj.get("response")).get("usage")))):
+        tier = _string(holder.get("service_tier"), f"{where}.service_tier")
+        if tier is not None:
+            return tier
+    return None
+
+
+def _cache_type(obj: Mapping[str, Any]) -> Any:
+    for holder in (obj, _mapping(obj.get("hidden_params")), _mapping(obj.get("metadata"))):
+        for key in _CACHE_TYPE_KEYS:
+            if holder.get(key) is not None:
+                return holder[key]
+    return None
+
+
+def gateway_keys(obj: Mapping[str, Any], model: Any) -> dict[str, Any]:
+    """``service_tier``, ``requested_model`` and ``response_cache`` of one payload (absent keys omitted)."""
+    out: dict[str, Any] = {}
+    tier = _service_tier(obj)
+    if tier is not None:
+        out["service_tier"] = tier
+    group = obj.get("model_group")
+    if isinstance(group, str) and group and model is not None:
+        out["requested_model"] = group
+    if obj.get("cache_hit") is True:
+        kind = cache_kind(_cache_type(obj))
+        if kind == "unspecified" and "semantic-similarity" in _mapping(obj.get("metadata")):
+            kind = "semantic"  # only LiteLLM's semantic caches stamp a similarity
+        out["response_cache"] = kind
+    return out
+
+
 def _first_label(*values: Any) -> Any:
     for value in values:
         if value is not None and value != "":
@@ -162,14 +242,14 @@ def to_canonical(obj: Any) -> dict[str, Any]:
     tenant = _first_label(*(metadata.get(key) for key in _TENANT_KEYS))
     if tenant is not None:
         record["tenant"] = tenant
-    if obj.get("cache_hit") is not True:
-        usage = _usage(obj)
-        if usage is not None:
-            record["usage"] = usage
-    else:  # LiteLLM's response cache answered: a request that cost nothing, flagged
+    usage = _usage(obj)  # on a cache hit: the cached response's usage, what the original call billed
+    if usage is not None:
+        record["usage"] = usage
+    record.update(gateway_keys(obj, model))
+    if obj.get("cache_hit") is True:  # LiteLLM's response cache answered: no provider call
         record["source_flags"] = ["response_cache_hit"]
     record.update(_savings(metadata))
     return record
 
 
-__all__ = ["FormatError", "detect", "to_canonical", "usage_from_chat"]
+__all__ = ["FormatError", "cache_kind", "detect", "gateway_keys", "to_canonical", "usage_from_chat"]

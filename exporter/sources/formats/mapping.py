@@ -29,7 +29,10 @@ from exporter.yamlpos import Located, YamlError, load_located
 SCHEMA = "llm-savings-mapping/v1"
 
 COUNT_FIELDS = frozenset({"tokens_before", "tokens_after", "would_have_saved"})
-LABEL_FIELDS = frozenset({"request_id", "model", "provider", "tenant", "count_method"})
+# ``service_tier``, ``requested_model`` and ``response_cache``: the gateway keys (docs/record-format.md)
+LABEL_FIELDS = frozenset({"request_id", "model", "provider", "tenant", "count_method", "service_tier",
+                          "requested_model", "response_cache"})
+RESPONSE_CACHE_KINDS = ("exact", "semantic", "unspecified")
 TEXT_FIELDS = frozenset({"text_before", "text_after"})
 LIST_FIELDS = frozenset({"components", "messages_before", "messages_after"})
 # the record's ``optimizer`` object, whole or by its keys (``optimizer.model`` -> optimizer["model"])
@@ -176,7 +179,10 @@ class Mapping:
 def _check_constant(doc: Located, where: tuple[str | int, ...], name: str, value: Any) -> None:
     """Constants and defaults are checked at load: a wrong type would reject every line."""
     ok: bool
-    if name in COUNT_FIELDS:
+    if name == "response_cache":
+        ok = value in RESPONSE_CACHE_KINDS
+        expected = "one of " + ", ".join(RESPONSE_CACHE_KINDS)
+    elif name in COUNT_FIELDS:
         ok = type(value) is int and value >= 0
         expected = "a non-negative integer"
     elif name in LABEL_FIELDS or name in OPTIMIZER_LABELS or name in TEXT_FIELDS:

@@ -36,6 +36,7 @@ Fields:
 - ``optimizer`` (the optimizer's own spend): ``llm_savings.optimizer.model``
   (and ``.provider``) with ``.input_tokens`` (cache reads included),
   ``.cache_read_tokens`` and ``.output_tokens``, on the same span.
+- ``service_tier``, ``response_cache``, ``requested_model``: ``exporter.sources.otlp.gateway``.
 - ``source_dialect``: the dialect's name (``llm_savings`` when none claims the span).
 
 Ignored (counted, not rejected): spans with no model and no usage/savings
@@ -98,6 +99,7 @@ from exporter.sources.otlp.dialects.base import (
     SOURCE_FLAGS,
 )
 from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
+from exporter.sources.otlp.gateway import gateway_keys
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     BatchResult,
@@ -297,6 +299,7 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
                 record["count_method"] = method
         if S_OPT_MODEL in attrs or S_OPT_INPUT in attrs or S_OPT_OUTPUT in attrs:
             record["optimizer"] = _optimizer(attrs)
+        record.update(gateway_keys(attrs))
         record["source_dialect"] = dialect.name
         return Mapped(record)
     except BadValue as bad:

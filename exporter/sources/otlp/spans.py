@@ -8,10 +8,11 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import COMMON_KEYS, DEFAULT_TENANT_ATTRIBUTES, KEPT_PREFIXES
 from exporter.sources.otlp.dialects import DIALECT_KEYS
+from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 
 # Exact keys a decoder keeps; plus any key under KEPT_PREFIXES. Everything else
 # (prompts, completions, tool arguments) is never even decoded into a string.
-_EXACT_KEYS = COMMON_KEYS | DIALECT_KEYS
+_EXACT_KEYS = COMMON_KEYS | DIALECT_KEYS | GATEWAY_KEYS
 _MAX_DECISIONS = 4096
 
 

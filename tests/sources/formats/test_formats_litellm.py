@@ -70,10 +70,41 @@ def test_gemini_cached_inside_prompt():
     assert tiers(record_of(payloads()["chatcmpl-gemini-1"])) == (3000, 9000, 0, 0, 800)
 
 
-def test_litellm_response_cache_hit_has_no_billed_usage():
-    record = record_of(payloads()["chatcmpl-openai-1_cache_hit1764561600.5"])
-    assert record.usage is None and record.response_cache == "unspecified"
+def test_litellm_response_cache_hit_keeps_the_cached_usage():
+    payload = payloads()["chatcmpl-openai-1_cache_hit1764561600.5"]
+    assert to_canonical(payload)["response_cache"] == "unspecified"
+    record = record_of(payload)
+    cached = payload["metadata"]["usage_object"]
+    assert tiers(record) == (cached["prompt_tokens"], 0, 0, 0, cached["completion_tokens"])
+    assert "response_cache_hit" in record.flags and record.response_cache == "unspecified"
     assert record.request_id == "chatcmpl-openai-1_cache_hit1764561600.5"
+
+
+@pytest.mark.parametrize(("cache_type", "kind"), [
+    ("redis-semantic", "semantic"), ("qdrant-semantic", "semantic"), ("local", "exact"), ("redis", "exact"),
+    ("disk", "exact"), ("s3", "exact"), (None, "unspecified"), ("something-new", "unspecified"), (7, "unspecified"),
+])
+def test_cache_kind_of_litellm_cache_types(cache_type, kind):
+    payload = dict(payloads()["chatcmpl-openai-1_cache_hit1764561600.5"], cache_type=cache_type)
+    assert to_canonical(payload)["response_cache"] == kind
+
+
+def test_model_group_is_the_requested_model_and_model_the_deployment():
+    payload = dict(payloads()["chatcmpl-openai-1"], model="gpt-4o-mini", model_group="smart")
+    canonical = to_canonical(payload)
+    assert (canonical["model"], canonical["requested_model"]) == ("gpt-4o-mini", "smart")
+    assert "requested_model" not in to_canonical(dict(payload, model_group=""))
+    assert "response_cache" not in canonical
+
+
+def test_service_tier_from_the_response_then_cost_breakdown():
+    base = payloads()["chatcmpl-openai-1"]
+    assert to_canonical(dict(base, response={"service_tier": "flex"}))["service_tier"] == "flex"
+    both = dict(base, response={"service_tier": None}, cost_breakdown={"service_tier": "priority"})
+    assert to_canonical(both)["service_tier"] == "priority"
+    with pytest.raises(FormatError) as bad:
+        to_canonical(dict(base, response={"service_tier": 3}))
+    assert bad.value.reason == "invalid_field" and "response.service_tier" in str(bad.value)
 
 
 def test_failed_call_is_a_record_with_zero_usage():
@@ -305,11 +336,15 @@ def test_decoders_litellm_and_auto():
 
 
 def test_replay_litellm_totals_by_hand(capsys):
+    # The response-cache hit line carries the usage of the call that paid (what its answer would
+    # have billed): it is avoided spend, in the response-cache counters, not in requests or spend.
+    lines = FIXTURE.read_text(encoding="utf-8").splitlines()
+    assert sum(json.loads(line).get("cache_hit") is True for line in lines) == 1 and len(lines) == 7
     assert main(["replay", str(FIXTURE), "--format", "litellm", "--json"]) == 0
     month = json.loads(capsys.readouterr().out)["months"]["2025-12"]
-    # the response-cache hit made no provider call: a hit (dollars unknown without usage), not a request
     assert month["requests"] == 6 and month["rejected"] == 0 and month["unpriced"] == 0
-    assert (month["response_cache_hits"], month["response_cache_unpriced_hits"]) == (1, 1)
+    assert (month["response_cache_hits"], month["response_cache_unpriced_hits"]) == (1, 0)
+    assert month["response_cache_avoided_usd"] > 0
     assert month["fresh_input_tokens"] == 1304 + 250 + 1000 + 3000 + 3000
     assert month["cache_read_tokens"] == 4096 + 20000 + 9000
     assert month["cache_write_tokens"] == 1000 + 10000 + 8000

@@ -85,6 +85,22 @@ def test_values_are_not_coerced():
     assert isinstance(no_ts, Rejection) and no_ts.reason == "missing_ts"
 
 
+def test_gateway_keys_are_mapped_as_they_are():
+    mapping = parse_mapping(
+        "schema: llm-savings-mapping/v1\nfields:\n  ts: t\n  model: route.called\n"
+        "  requested_model: route.asked\n  service_tier: upstream.service_tier\n"
+        "  response_cache: {path: cache.kind, default: unspecified}\n",
+        "m.yaml",
+    )
+    line = {"t": 1, "route": {"called": "gpt-4o-mini", "asked": "smart"},
+            "upstream": {"service_tier": "flex"}, "cache": {"kind": "semantic"}}
+    assert mapping.apply(line) == {"source_dialect": "mapping", "ts": 1, "model": "gpt-4o-mini",
+                                   "requested_model": "smart", "service_tier": "flex",
+                                   "response_cache": "semantic"}
+    assert mapping.apply({"t": 1, "route": {"called": "m"}, "cache": {"kind": None}})["response_cache"] == "unspecified"
+    assert "service_tier" not in mapping.apply({"t": 1, "route": {"called": "m"}})
+
+
 def test_null_takes_the_default_and_non_objects_pass_through():
     mapping = parse_mapping(
         'schema: llm-savings-mapping/v1\nfields:\n  ts: t\n  model: {path: m, default: "x"}\n',
@@ -247,6 +263,20 @@ BAD = [
         3,
         "fields.ts.value",
         "RFC 3339 string or epoch",
+    ),
+    (
+        "response_cache kind",
+        HEAD + "  ts: t\n  model: m\n  response_cache: {value: hit}\n",
+        5,
+        "fields.response_cache.value",
+        "one of exact, semantic, unspecified",
+    ),
+    (
+        "service_tier constant",
+        HEAD + "  ts: t\n  model: m\n  service_tier: {value: 2}\n",
+        5,
+        "fields.service_tier.value",
+        "a non-empty string",
     ),
     ("missing model", HEAD + "  ts: t\n", 2, "fields", "missing field 'model'"),
     ("missing ts", HEAD + "  model: m\n", 2, "fields", "missing field 'ts'"),

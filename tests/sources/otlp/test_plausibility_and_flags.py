@@ -83,22 +83,26 @@ def test_litellm_unparseable_usage_object_falls_back_flagged() -> None:
     assert outcome.record["request_id"] == "chatcmpl-x"
 
 
-def test_litellm_otel_cache_hit_is_a_zero_cost_request_with_its_call_id() -> None:
+def test_litellm_otel_cache_hit_keeps_the_cached_usage_with_its_call_id() -> None:
     attrs = _litellm_span("{'prompt_tokens': 3150, 'completion_tokens': 80}",
                           **{"litellm.cache_hit": True})
     outcome = map_span(_span(attrs))
     assert isinstance(outcome, Mapped)
+    assert outcome.record["response_cache"] == "unspecified"
     record = parse_object(outcome.record)
     assert isinstance(record, Record) and record.usage is not None
     assert record.request_id == "call-1"
-    assert record.usage.prompt_tokens + record.usage.output == 0
+    assert (record.usage.prompt_tokens, record.usage.output) == (3150, 80)  # what the paying call billed
     assert "response_cache_hit" in record.flags
 
 
-def test_litellm_payload_cache_hit_is_flagged() -> None:
+def test_litellm_payload_cache_hit_keeps_the_cached_usage() -> None:
     payload = {"id": "abc_cache_hit1", "startTime": TS, "model": "gpt-4o", "cache_hit": True,
                "custom_llm_provider": "openai", "call_type": "completion",
                "metadata": {"usage_object": {"prompt_tokens": 100, "completion_tokens": 5}}}
-    record = parse_object(to_canonical(payload))
-    assert isinstance(record, Record)
-    assert record.usage is None and "response_cache_hit" in record.flags
+    canonical = to_canonical(payload)
+    assert canonical["response_cache"] == "unspecified"
+    record = parse_object(canonical)
+    assert isinstance(record, Record) and record.usage is not None
+    assert (record.usage.prompt_tokens, record.usage.output) == (100, 5)
+    assert "response_cache_hit" in record.flags

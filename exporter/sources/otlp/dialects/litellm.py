@@ -23,9 +23,12 @@ Captured (litellm 1.110.2; tests/fixtures/dialects/litellm_otel*): scope
   ``chatcmpl-<uuid>`` for Anthropic; ``litellm.call_id`` is the dedupe id when
   there is no response id.
 - ``litellm.cache_hit`` true: LiteLLM's response cache answered, no provider
-  was called. Counted as a request with zero usage, flagged
-  ``response_cache_hit``, with ``litellm.call_id`` as its id (the response id
-  is the cached response's, that of the call that paid).
+  was called. The span's usage is the cached response's (what the call that
+  paid was billed) and is kept; the record gets ``response_cache``
+  ``unspecified`` (``exporter.sources.otlp.gateway``: the span does not say
+  which cache), the flag ``response_cache_hit``, and ``litellm.call_id`` as its
+  id (the response id is the cached response's, that of the call that paid).
+- ``gen_ai.openai.response.service_tier`` is the tier (``gateway`` reads it).
 
 The ``raw_gen_ai_request`` child span (default mode, when content capture is
 on) carries the provider's raw usage (``llm.<provider>.usage``) and no model:
@@ -96,14 +99,13 @@ def _from_usage_object(block: Mapping[str, Any]) -> UsageCounts:
 
 
 def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    if _cache_hit(attrs):
-        return UsageCounts(0, 0, 0, 0, 0, flags=(RESPONSE_CACHE_HIT,))
+    hit: tuple[str, ...] = (RESPONSE_CACHE_HIT,) if _cache_hit(attrs) else ()
     raw = attrs.get(A_USAGE_OBJECT)
     if isinstance(raw, str):
         block = parse_literal(raw, MAX_USAGE_OBJECT_CHARS)
         if isinstance(block, dict) and ("prompt_tokens" in block or "completion_tokens" in block):
-            return _from_usage_object(block)
-    return gen_ai.semconv_counts(attrs, includes_cache=True, flags=(MISSING_USAGE_OBJECT,))
+            return _from_usage_object(block)._replace(flags=hit)
+    return gen_ai.semconv_counts(attrs, includes_cache=True, flags=(MISSING_USAGE_OBJECT, *hit))
 
 
 DIALECT = Dialect(
