@@ -115,6 +115,39 @@ OPTIMIZER_TOKENS_TOTAL = _c(
     "Tokens of the optimizer's own model calls by billing tier (fresh, cache_read, cache_write_5m, "
     "cache_write_1h, output); model = the optimizer's model.",
     (MONTH, "model", "tenant", "tier"), "savings")
+RESPONSE_CACHE_HITS_TOTAL = _c(
+    "response_cache_hits_total", "requests",
+    "Requests the gateway answered from its own response cache (no provider call), by cache kind "
+    "(exact, semantic, unspecified). Not in requests_total, which counts provider calls.",
+    (MONTH, "model", "tenant", "kind"), "savings")
+RESPONSE_CACHE_AVOIDED_USD_TOTAL = _c(
+    "response_cache_avoided_usd_total", "usd",
+    "Dollars response-cache hits avoided: the bill the original call (the cached response's usage) would have "
+    "had at the hit's time and price version. Hits with unknown usage are in response_cache_unpriced_hits_total.",
+    (MONTH, "model", "tenant", "kind", "price_version"), "savings")
+RESPONSE_CACHE_UNPRICED_HITS_TOTAL = _c(
+    "response_cache_unpriced_hits_total", "requests",
+    "Response-cache hits whose avoided dollars are unknown (reason: unknown_usage, or the table's unpriced "
+    "reasons): counted as hits, never priced at $0.",
+    (MONTH, "model", "kind", "reason"), "provenance")
+ROUTED_REQUESTS_TOTAL = _c(
+    "routed_requests_total", "requests",
+    "Requests a router sent to another model than the one asked for (requested_model != model).",
+    (MONTH, "requested_model", "model", "tenant"), "savings")
+ROUTING_SAVINGS_USD_TOTAL = _c(
+    "routing_savings_usd_total", "usd",
+    "Dollars routing saved on requests routed to a cheaper model: bill at requested_model - bill at model, "
+    "same usage, same price version. Net routing savings = this - routing_extra_cost_usd_total.",
+    (MONTH, "requested_model", "model", "tenant", "price_version"), "savings")
+ROUTING_EXTRA_COST_USD_TOTAL = _c(
+    "routing_extra_cost_usd_total", "usd",
+    "Dollars routing cost on requests routed to a dearer model: bill at model - bill at requested_model (a "
+    "negative saving, kept in its own counter so that both only grow).",
+    (MONTH, "requested_model", "model", "tenant", "price_version"), "savings")
+ROUTING_UNPRICED_REQUESTS_TOTAL = _c(
+    "routing_unpriced_requests_total", "requests",
+    "Routed requests whose routing saving could not be priced (either model unpriced, or unknown usage).",
+    (MONTH, "requested_model", "model", "reason"), "provenance")
 # --- provenance and data quality ---
 UNPRICED_REQUESTS_TOTAL = _c(
     "unpriced_requests_total", "requests",
@@ -231,6 +264,13 @@ CATALOG: tuple[MetricSpec, ...] = (
     COMPONENT_USD_SAVED_TOTAL,
     OPTIMIZER_SPEND_USD_TOTAL,
     OPTIMIZER_TOKENS_TOTAL,
+    RESPONSE_CACHE_HITS_TOTAL,
+    RESPONSE_CACHE_AVOIDED_USD_TOTAL,
+    RESPONSE_CACHE_UNPRICED_HITS_TOTAL,
+    ROUTED_REQUESTS_TOTAL,
+    ROUTING_SAVINGS_USD_TOTAL,
+    ROUTING_EXTRA_COST_USD_TOTAL,
+    ROUTING_UNPRICED_REQUESTS_TOTAL,
     UNPRICED_REQUESTS_TOTAL,
     OPTIMIZER_UNPRICED_REQUESTS_TOTAL,
     DIVERGENCE_COUNTED_TOKENS_TOTAL,
