@@ -104,6 +104,8 @@ PARAMS: tuple[Param, ...] = (
           "LlmSavingsCheckpointStale: age in minutes of the last committed checkpoint."),
     Param("checkpointStaleFor", "5m", "duration", "LlmSavingsCheckpointStale: how long it may stay that old."),
     Param("logBytesLostFor", "5m", "duration", "LlmSavingsLogBytesLost: how long a loss in the last hour is held."),
+    Param("labelOverflowFor", "15m", "duration",
+          "LlmSavingsLabelOverflow: how long values folded into `other` in the last hour are held."),
     Param("responseCacheHitRateDropFraction", 0.5, "number",
           "LlmSavingsResponseCacheHitRateDrop: fires when the response-cache hit rate over 1h is below this "
           "fraction of its rate over the day before."),
@@ -119,8 +121,6 @@ PARAMS: tuple[Param, ...] = (
           "LlmSavingsPromptCacheHitRateDrop: prompt tokens of a model in the hour below which it does not fire."),
     Param("promptCacheHitRateDropFor", "30m", "duration",
           "LlmSavingsPromptCacheHitRateDrop: how long the drop may last."),
-    Param("labelOverflowFor", "15m", "duration",
-          "LlmSavingsLabelOverflow: how long values folded into `other` in the last hour are held."),
 )
 BY_NAME: dict[str, Param] = {param.name: param for param in PARAMS}
 
