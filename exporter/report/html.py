@@ -48,7 +48,7 @@ def _kinds(month: MonthSummary) -> str:
     """The four kinds of saving side by side, the total saved, their shares and the details."""
     names = [line.name for line in month.by_kind] + ["total"]
     lines = [f'<tr data-kind="{name}"><th>{escape(label)}</th><td>{escape(usd)}</td><td>{escape(part)}</td></tr>'
-             for name, (label, usd, part) in zip(names, kind_rows(month))]
+             for name, (label, usd, part) in zip(names, kind_rows(month), strict=True)]
     details = "".join(f"<p><b>{escape(label)}</b>: {escape(text)}</p>" for label, text in kind_details(month))
     table = ('<div class="scroll"><table><thead><tr><th>kind</th><th>saved</th><th>share</th></tr></thead><tbody>'
              + "".join(lines) + "</tbody></table></div>")

@@ -41,6 +41,8 @@ class KindLine(NamedTuple):
     share: float | None
 
 
+NO_KINDS = SavingsByKind()  # what a month has before the engine counts response-cache hits and routing
+
 KIND_NAMES = ("compression", "provider_cache", "response_cache", "routing")
 
 
@@ -59,7 +61,8 @@ def kind_lines(totals: Mapping[str, Any], kinds: SavingsByKind) -> tuple[KindLin
     values = (float(totals.get("usd_saved") or 0.0), float(totals.get("cache_savings_usd") or 0.0),
               float(kinds.response_cache_usd), float(kinds.routing_net_usd))
     total = sum(values)
-    return tuple(KindLine(name, usd, share(usd, total) if total else None) for name, usd in zip(KIND_NAMES, values))
+    return tuple(KindLine(name, usd, share(usd, total) if total else None)
+                 for name, usd in zip(KIND_NAMES, values, strict=True))
 
 
 def total_saved(lines: tuple[KindLine, ...]) -> float:

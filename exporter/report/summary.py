@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from exporter.engine.aggregate import REQUESTS, SAVED, UNKNOWN_MONTH, Aggregates, cell_dollars
 from exporter.prices.table import PricedModel
-from exporter.report.kinds import KindLine, SavingsByKind, kind_lines, savings_by_kind
+from exporter.report.kinds import NO_KINDS, KindLine, SavingsByKind, kind_lines, savings_by_kind
 from exporter.report.numbers import share
 
 SCHEMA = "llm-savings-report/v1"
@@ -97,7 +97,7 @@ class MonthSummary:
     by_tenant: tuple[Row, ...]
     by_component: tuple[ComponentRow, ...]
     provenance: Provenance
-    kinds: SavingsByKind = SavingsByKind()  # response cache and routing (zeros until the engine counts them)
+    kinds: SavingsByKind = NO_KINDS  # response cache and routing (zeros until the engine counts them)
 
     @property
     def by_kind(self) -> tuple[KindLine, ...]:

@@ -58,7 +58,9 @@ PROMPT_DROP = """\
 and on (%(clusterLabel)s, model)
 (
   sum by (%(clusterLabel)s, model) (
-    increase(llm_savings_prompt_tokens_total{%(jobSelector)s, tier=~"fresh|cache_read|cache_write_5m|cache_write_1h"}[1h])
+    increase(
+      llm_savings_prompt_tokens_total{%(jobSelector)s, tier=~"fresh|cache_read|cache_write_5m|cache_write_1h"}[1h]
+    )
   ) >= %(promptCacheMinPromptTokens)s
 )"""
 
