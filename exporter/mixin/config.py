@@ -106,6 +106,21 @@ PARAMS: tuple[Param, ...] = (
     Param("logBytesLostFor", "5m", "duration", "LlmSavingsLogBytesLost: how long a loss in the last hour is held."),
     Param("labelOverflowFor", "15m", "duration",
           "LlmSavingsLabelOverflow: how long values folded into `other` in the last hour are held."),
+    Param("responseCacheHitRateDropFraction", 0.5, "number",
+          "LlmSavingsResponseCacheHitRateDrop: fires when the response-cache hit rate over 1h is below this "
+          "fraction of its rate over the day before."),
+    Param("responseCacheMinRequests", 100, "number",
+          "LlmSavingsResponseCacheHitRateDrop: requests (hits + provider calls) of a model in the hour "
+          "below which it does not fire."),
+    Param("responseCacheHitRateDropFor", "30m", "duration",
+          "LlmSavingsResponseCacheHitRateDrop: how long the drop may last."),
+    Param("promptCacheHitRateDropFraction", 0.5, "number",
+          "LlmSavingsPromptCacheHitRateDrop: fires when the cache_read share of prompt tokens over 1h is below "
+          "this fraction of its share over the day before."),
+    Param("promptCacheMinPromptTokens", 100000, "number",
+          "LlmSavingsPromptCacheHitRateDrop: prompt tokens of a model in the hour below which it does not fire."),
+    Param("promptCacheHitRateDropFor", "30m", "duration",
+          "LlmSavingsPromptCacheHitRateDrop: how long the drop may last."),
 )
 BY_NAME: dict[str, Param] = {param.name: param for param in PARAMS}
 

@@ -103,3 +103,25 @@ def provenance_lines(month: MonthSummary) -> tuple[tuple[str, str], ...]:
         ("unpriced requests", listed([f"{c.name} {numbers.tokens(c.total)}" for c in prov.unpriced])),
         ("duplicates", numbers.tokens(prov.duplicates)),
     )
+
+
+KIND_LABELS = {"compression": "compression (the proxy)", "provider_cache": "provider prompt cache (net)",
+               "response_cache": "response cache", "routing": "routing (net)"}
+
+
+def kind_rows(month: MonthSummary) -> tuple[tuple[str, str, str], ...]:
+    """The four kinds side by side (label, dollars, share of the total), then the total saved."""
+    lines = month.by_kind
+    rows = [(KIND_LABELS[line.name], numbers.usd(line.usd), numbers.percent(line.share)) for line in lines]
+    total = sum(line.usd for line in lines)
+    rows.append(("total saved", numbers.usd(total), numbers.percent(1.0) if total else numbers.percent(None)))
+    return tuple(rows)
+
+
+def kind_details(month: MonthSummary) -> tuple[tuple[str, str], ...]:
+    """The response-cache hits and the two sides of routing, as (label, text)."""
+    kinds = month.kinds
+    return (("Response cache hits", f"{numbers.tokens(kinds.response_cache_hits)} "
+             f"({numbers.tokens(kinds.response_cache_unpriced_hits)} unpriced: dollars unknown)"),
+            ("Routing", f"saved {numbers.usd(kinds.routing_savings_usd)}, extra cost "
+             f"{numbers.usd(kinds.routing_extra_usd)} (routes to dearer models)"))

@@ -13,7 +13,7 @@ from html import escape
 
 from exporter.report import numbers
 from exporter.report.charts import PALETTE, Bar, columns, hbars, stacked
-from exporter.report.figures import headline, population_lines, row_usd, token_mix, top
+from exporter.report.figures import headline, kind_details, kind_rows, population_lines, row_usd, token_mix, top
 from exporter.report.html_style import STYLE
 from exporter.report.summary import MonthSummary, Report, Row, Tally
 
@@ -42,6 +42,17 @@ def _figures(month: MonthSummary) -> str:
                      f'data-value="{escape(exact(figure.value))}"><div class="fl">{escape(figure.label)}</div>'
                      f'<div class="fv">{escape(figure.text)}</div><div class="fd">{escape(figure.detail)}</div></div>')
     return '<div class="figs">' + "".join(cards) + "</div>"
+
+
+def _kinds(month: MonthSummary) -> str:
+    """The four kinds of saving side by side, the total saved, their shares and the details."""
+    names = [line.name for line in month.by_kind] + ["total"]
+    lines = [f'<tr data-kind="{name}"><th>{escape(label)}</th><td>{escape(usd)}</td><td>{escape(part)}</td></tr>'
+             for name, (label, usd, part) in zip(names, kind_rows(month), strict=True)]
+    details = "".join(f"<p><b>{escape(label)}</b>: {escape(text)}</p>" for label, text in kind_details(month))
+    table = ('<div class="scroll"><table><thead><tr><th>kind</th><th>saved</th><th>share</th></tr></thead><tbody>'
+             + "".join(lines) + "</tbody></table></div>")
+    return _card("Savings by kind", table + details)
 
 
 def _breakdown(kind: str, title: str, rows: tuple[Row, ...]) -> str:
@@ -174,7 +185,7 @@ def render_html(report: Report, links: bool = False) -> str:
         body.append('<p class="note">No records counted yet.</p>')
     else:
         body.append(_figures(focus))
-        cards += [_breakdown("model", "Saved by model", focus.by_model),
+        cards += [_kinds(focus), _breakdown("model", "Saved by model", focus.by_model),
                   _breakdown("tenant", "Saved by tenant", focus.by_tenant), _components(focus), _mix(focus)]
     if report.months:
         cards.append(_months(report))

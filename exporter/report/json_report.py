@@ -32,6 +32,16 @@ def _counts(counts: tuple[Count, ...]) -> dict[str, int]:
     return {count.name: count.total for count in counts}
 
 
+def _kinds(month: MonthSummary) -> dict[str, Any]:
+    """The four kinds, their total and shares, and the response-cache and routing details."""
+    kinds = month.kinds
+    return {"kinds": [{"kind": line.name, "usd_saved": line.usd, "share": line.share} for line in month.by_kind],
+            "total_usd_saved": sum(line.usd for line in month.by_kind),
+            "response_cache_hits": kinds.response_cache_hits,
+            "response_cache_unpriced_hits": kinds.response_cache_unpriced_hits,
+            "routing_savings_usd": kinds.routing_savings_usd, "routing_extra_cost_usd": kinds.routing_extra_usd}
+
+
 def month_object(month: MonthSummary) -> dict[str, Any]:
     """One month of the JSON report."""
     provenance = month.provenance
@@ -40,6 +50,7 @@ def month_object(month: MonthSummary) -> dict[str, Any]:
         "saved_pct": month.saved_pct,
         "compression_ratio": month.compression_ratio,
         "net_usd_saved": month.net_usd_saved,
+        "savings_by_kind": _kinds(month),
         "by_model": [_row(row, "model") for row in month.by_model],
         "by_tenant": [_row(row, "tenant") for row in month.by_tenant],
         "by_component": [_component(row) for row in month.by_component],

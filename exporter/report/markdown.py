@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from exporter.report import numbers
 from exporter.report.figures import (
     headline,
+    kind_details,
+    kind_rows,
     population_lines,
     printable,
     provenance_lines,
@@ -44,6 +46,9 @@ def _breakdown(title: str, key: str, rows: tuple[Row, ...]) -> list[str]:
 
 def _month(month: MonthSummary) -> list[str]:
     lines = _table(("figure", "value", "detail"), [(f.label, f.text, f.detail) for f in headline(month)], "lrl")
+    lines += ["", "### Savings by kind", ""]
+    lines += _table(("kind", "saved", "share"), kind_rows(month), "lrr")
+    lines += [""] + [f"- **{label}**: {_cell(text)}" for label, text in kind_details(month)]
     lines.append("")
     lines += _breakdown("By model", "model", month.by_model)
     lines += _breakdown("By tenant", "tenant", month.by_tenant)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from exporter.engine.aggregate import REQUESTS, SAVED, UNKNOWN_MONTH, Aggregates, cell_dollars
 from exporter.prices.table import PricedModel
+from exporter.report.kinds import NO_KINDS, KindLine, SavingsByKind, kind_lines, savings_by_kind
 from exporter.report.numbers import share
 
 SCHEMA = "llm-savings-report/v1"
@@ -96,6 +97,12 @@ class MonthSummary:
     by_tenant: tuple[Row, ...]
     by_component: tuple[ComponentRow, ...]
     provenance: Provenance
+    kinds: SavingsByKind = NO_KINDS  # response cache and routing (zeros until the engine counts them)
+
+    @property
+    def by_kind(self) -> tuple[KindLine, ...]:
+        """The four kinds of saving side by side, with each one's share of their sum (the total saved)."""
+        return kind_lines(self.totals, self.kinds)
 
     def figure(self, key: str) -> Any:
         """A month total by replay's key; None when the engine does not count it."""
@@ -290,7 +297,8 @@ def build_report(agg: Aggregates, totals: Mapping[str, Mapping[str, Any]], *, so
             rejected=_counts(agg.rejected, name, 1), unpriced=_counts(agg.unpriced, name, 2),
             duplicates=int(agg.duplicates.get(name, 0)))
         months.append(MonthSummary(name, dict(totals[name]), _rows(part.models), _rows(part.tenants),
-                                   _components(part.components, component_usd), provenance))
+                                   _components(part.components, component_usd), provenance,
+                                   savings_by_kind(agg, name)))
     counted = [m.month for m in months if m.month != UNKNOWN_MONTH]
     note = ""
     focus = month

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from exporter.report import numbers
 from exporter.report.figures import (
     headline,
+    kind_details,
+    kind_rows,
     population_lines,
     printable,
     provenance_lines,
@@ -96,6 +98,10 @@ def _breakdown(panel: _Panel, title: str, rows: tuple[Row, ...]) -> None:
 def _month_panel(panel: _Panel, month: MonthSummary) -> None:
     for figure in headline(month):
         panel.wrapped(f"{figure.label:<26}{figure.text:>14}  ", figure.detail, 42)
+    panel.rule("├", "Savings by kind", "┤")
+    panel.table(("", "saved", "share"), kind_rows(month))
+    for label, text in kind_details(month):
+        panel.wrapped(label, text, 20)
     _breakdown(panel, "By model", month.by_model)
     _breakdown(panel, "By tenant", month.by_tenant)
     panel.rule("├", "By component", "┤")

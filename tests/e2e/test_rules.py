@@ -237,6 +237,10 @@ def test_recording_rules_follow_level_metric_operations() -> None:
         "llm_savings_saved_input_tokens",
         "llm_savings_compression",
         "llm_savings_net_usd_saved",
+        "llm_savings_response_cache_hit",
+        "llm_savings_routing_net_usd_saved",
+        "llm_savings_usd_saved_by_kind",
+        "llm_savings_total_usd_saved",
     }
     assert [r for r in records if r.split(":")[1] not in families | derived] == []
 

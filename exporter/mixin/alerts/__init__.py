@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from exporter.mixin.alerts import figures, ingest, targets
+from exporter.mixin.alerts import cache_drops, figures, ingest, targets
 from exporter.mixin.config import Values
 from exporter.mixin.model import Group
 
-GROUPS: tuple[Callable[[Values], Group], ...] = (targets.group, figures.group, ingest.group)
+GROUPS: tuple[Callable[[Values], Group], ...] = (targets.group, figures.group, ingest.group,
+                                                 cache_drops.group)
