@@ -3,10 +3,8 @@
 The kinds never overlap (a response-cache hit carries no compression or
 provider-cache saving; routing is apart from compression), so the total saved
 is their plain sum and each kind's share is its dollars over that total.
-Compression and the provider cache come from replay's month totals; the
-response cache and routing come through :class:`SavingsByKind`, which
-:func:`savings_by_kind` fills from the aggregates: the one place that reads
-the engine's response-cache and routing tables once it counts them.
+Every kind comes from replay's month totals; the response cache and routing
+through :class:`SavingsByKind`, which :func:`savings_by_kind` fills.
 """
 
 from __future__ import annotations
@@ -14,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from exporter.engine.aggregate import Aggregates
 from exporter.report.numbers import share
 
 
 class SavingsByKind(NamedTuple):
-    """A month's response-cache and routing figures (zero until the engine counts them)."""
+    """A month's response-cache and routing figures."""
 
     response_cache_usd: float = 0.0
     response_cache_hits: int = 0
@@ -41,19 +38,20 @@ class KindLine(NamedTuple):
     share: float | None
 
 
-NO_KINDS = SavingsByKind()  # what a month has before the engine counts response-cache hits and routing
+NO_KINDS = SavingsByKind()  # a month without response-cache hits or routed requests
 
 KIND_NAMES = ("compression", "provider_cache", "response_cache", "routing")
 
 
-def savings_by_kind(agg: Aggregates, month: str) -> SavingsByKind:
-    """The response-cache and routing figures of ``month`` in ``agg``.
-
-    The engine does not count response-cache hits or routing yet: every figure is 0 (not
-    unknown: no hit and no route was counted). This is where its tables are read once it does.
-    """
-    del agg, month
-    return SavingsByKind()
+def savings_by_kind(month_totals: Mapping[str, Any]) -> SavingsByKind:
+    """The response-cache and routing figures of one month, from its month totals
+    (``Aggregates.month_totals``: exact dollars rounded once, as replay prints them)."""
+    return SavingsByKind(
+        response_cache_usd=float(month_totals.get("response_cache_avoided_usd") or 0.0),
+        response_cache_hits=int(month_totals.get("response_cache_hits") or 0),
+        response_cache_unpriced_hits=int(month_totals.get("response_cache_unpriced_hits") or 0),
+        routing_savings_usd=float(month_totals.get("routing_savings_usd") or 0.0),
+        routing_extra_usd=float(month_totals.get("routing_extra_cost_usd") or 0.0))
 
 
 def kind_lines(totals: Mapping[str, Any], kinds: SavingsByKind) -> tuple[KindLine, ...]:

@@ -97,7 +97,7 @@ class MonthSummary:
     by_tenant: tuple[Row, ...]
     by_component: tuple[ComponentRow, ...]
     provenance: Provenance
-    kinds: SavingsByKind = NO_KINDS  # response cache and routing (zeros until the engine counts them)
+    kinds: SavingsByKind = NO_KINDS  # response cache and routing
 
     @property
     def by_kind(self) -> tuple[KindLine, ...]:
@@ -298,7 +298,7 @@ def build_report(agg: Aggregates, totals: Mapping[str, Mapping[str, Any]], *, so
             duplicates=int(agg.duplicates.get(name, 0)))
         months.append(MonthSummary(name, dict(totals[name]), _rows(part.models), _rows(part.tenants),
                                    _components(part.components, component_usd), provenance,
-                                   savings_by_kind(agg, name)))
+                                   savings_by_kind(totals[name])))
     counted = [m.month for m in months if m.month != UNKNOWN_MONTH]
     note = ""
     focus = month

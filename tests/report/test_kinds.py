@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.engine.pipeline import Pipeline
+from exporter.engine.records import parse_ts
 from exporter.report.html import render_html
 from exporter.report.json_report import render_json
 from exporter.report.kinds import KIND_NAMES, SavingsByKind, kind_lines, savings_by_kind
@@ -37,10 +38,10 @@ def _report(counted: Callable[[list[bytes]], Pipeline], kinds: SavingsByKind = K
     return dataclasses.replace(report, months=months)
 
 
-def test_until_the_engine_counts_them_response_cache_and_routing_are_zero(
+def test_without_hits_or_routes_response_cache_and_routing_are_zero(
         counted: Callable[[list[bytes]], Pipeline]) -> None:
     agg = counted(LINES).aggregates
-    assert savings_by_kind(agg, "2026-11") == SavingsByKind(0.0, 0, 0, 0.0, 0.0)
+    assert savings_by_kind(agg.month_totals()["2026-11"]) == SavingsByKind(0.0, 0, 0, 0.0, 0.0)
     report = build_report(agg, agg.month_totals(), source="s", generated_at="g", timezone="UTC", month="2026-11",
                           price_versions=["v1"])
     focus = report.focus
@@ -49,6 +50,42 @@ def test_until_the_engine_counts_them_response_cache_and_routing_are_zero(
     assert lines["compression"] == focus.totals["usd_saved"] > 0
     assert lines["provider_cache"] == focus.totals["cache_savings_usd"] > 0
     assert lines["response_cache"] == lines["routing"] == 0
+
+
+HIT_AND_ROUTES = [
+    line(ts=NOV, request_id="hit1", model="gpt-4o", response_cache="exact",
+         usage={"prompt_tokens": 1000, "completion_tokens": 100}),
+    line(ts=NOV, request_id="hit2", model="gpt-4o", response_cache="semantic"),  # no usage: dollars unknown
+    line(ts=NOV, request_id="cheap", model="gpt-4o", requested_model="claude-x",
+         usage={"prompt_tokens": 1000, "completion_tokens": 100}),
+    line(ts=NOV, request_id="dear", model="claude-x", requested_model="gpt-4o",
+         usage={"prompt_tokens": 2000, "completion_tokens": 0}),
+]
+
+
+def test_the_engine_s_hits_and_routes_reach_the_report(counted: Callable[[list[bytes]], Pipeline]) -> None:
+    pipeline = counted(LINES + HIT_AND_ROUTES)
+    agg = pipeline.aggregates
+    totals = agg.month_totals()
+    report = build_report(agg, totals, source="s", generated_at="g", timezone="UTC", month="2026-11",
+                          price_versions=["v1"])
+    focus = report.focus
+    assert focus is not None
+    ts = parse_ts(NOV)
+    cheap, dear = pipeline.prices.lookup("gpt-4o", ts), pipeline.prices.lookup("claude-x", ts)
+    assert not isinstance(cheap, str) and not isinstance(dear, str)
+    avoided = (1000 * cheap.input + 100 * cheap.output) / 1e6  # the hit with usage, at its own model
+    saved = (1000 * (dear.input - cheap.input) + 100 * (dear.output - cheap.output)) / 1e6  # asked dear, got cheap
+    extra = 2000 * (dear.input - cheap.input) / 1e6  # asked cheap, got dear: a negative saving
+    assert saved > 0 and extra > 0
+    kinds = focus.kinds
+    assert (kinds.response_cache_hits, kinds.response_cache_unpriced_hits) == (2, 1)
+    assert math.isclose(kinds.response_cache_usd, avoided, rel_tol=1e-12)
+    assert math.isclose(kinds.routing_savings_usd, saved, rel_tol=1e-12)
+    assert math.isclose(kinds.routing_extra_usd, extra, rel_tol=1e-12)
+    by_kind = {k.name: k.usd for k in focus.by_kind}
+    assert math.isclose(by_kind["routing"], saved - extra, rel_tol=1e-12)
+    assert by_kind["compression"] == totals["2026-11"]["usd_saved"]
 
 
 def test_json_has_every_kind_the_total_and_shares(counted: Callable[[list[bytes]], Pipeline]) -> None:
