@@ -40,6 +40,9 @@ LONG_MODULES: dict[str, str] = {
     "exporter.engine.pipeline": "count_record is the per-record path and its routes (v1 and prompt-tier ones) "
                                 "share its caches, label caps and overflow rule: split, each record would pay "
                                 "a call across objects",
+    "exporter.engine.records": "the reference parser of the canonical record: one validator per key beside the "
+                               "Record it builds, so the fast path's twin (fastparse) is checked against one "
+                               "place; the next split candidate (the optional keys' validators)",
     "exporter.sources.tail.tailer": "one poll updates the same per-file records in discovery, classification, "
                                     "the truncation check, the read loop, the open-file cap, recovery from "
                                     "compressed successors and reaping (its docstring says more); splitting it "
