@@ -42,9 +42,11 @@ def rows() -> list[Row]:
               w=6, h=6, unit_of="llm_savings_response_cache_hits_total"),
         Panel("stat", "Response cache hit rate",
               "Month to date: hits / (hits + provider calls). requests_total counts provider calls only.",
-              [Target("sum(llm_savings_response_cache_hits_total{%(mtd)s})\n"
-                      "/ (sum(llm_savings_response_cache_hits_total{%(mtd)s})\n"
-                      "   + (sum(llm_savings_requests_total{%(mtd)s}) or vector(0)))")],
+              # 0 (not blank) in a month with provider calls and no hit yet; blank with neither
+              [Target("(sum(llm_savings_response_cache_hits_total{%(mtd)s}) or vector(0))\n"
+                      "/ ((sum(llm_savings_response_cache_hits_total{%(mtd)s})\n"
+                      "    + (sum(llm_savings_requests_total{%(mtd)s}) or vector(0)))\n"
+                      "   or sum(llm_savings_requests_total{%(mtd)s}))")],
               w=4, h=6, unit="percentunit", decimals=1),
         Panel("stat", "Unpriced response cache hits",
               "Month-to-date hits whose avoided dollars are unknown (unknown usage, or an unpriced model): "
