@@ -301,19 +301,28 @@ def run_import_litellm(args: argparse.Namespace) -> int:
         print(f"{args.file}: {exc}", file=sys.stderr)
         return 1
     destination = args.output or "<stdout>"
-    try:
-        table = parse_price_table(result.text, destination)
-    except PriceTableError as exc:  # e.g. a bad --effective-from or --version
-        print(f"the converted table does not validate: {exc}", file=sys.stderr)
+    table = _validated_write(result.text, args.output)  # e.g. a bad --effective-from or --version is refused
+    if table is None:
         return 1
-    if args.output:
-        Path(args.output).write_text(result.text, encoding="utf-8")
-    else:
-        sys.stdout.write(result.text)
     print(result.summary(), file=sys.stderr)
     print(f"wrote {destination}: version {table.newest.version}, effective from "
           f"{table.newest.effective_from_text}", file=sys.stderr)
     return 0
+
+
+def _validated_write(text: str, output: str | None, hint: str = "") -> PriceTable | None:
+    """An importer's table, loaded by the sidecar's own loader before it is written to ``output`` (or stdout);
+    None, with the loader's error on stderr, when it does not validate."""
+    try:
+        table = parse_price_table(text, output or "<stdout>")
+    except PriceTableError as exc:
+        print(f"the converted table does not validate: {exc}{hint}", file=sys.stderr)
+        return None
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return table
 
 
 def run_import_genai_prices(args: argparse.Namespace) -> int:
@@ -353,15 +362,10 @@ def run_import_genai_prices(args: argparse.Namespace) -> int:
         print(f"genai-prices: {exc}", file=sys.stderr)
         return 1
     destination = args.out or "<stdout>"
-    try:
-        table = parse_price_table(result.text, destination)
-    except PriceTableError as exc:  # e.g. more values than the loader's guard: choose providers
-        print(f"the converted table does not validate: {exc} (import fewer: --provider, --since)", file=sys.stderr)
+    # e.g. more values than the loader's guard: choose providers
+    table = _validated_write(result.text, args.out, " (import fewer: --provider, --since)")
+    if table is None:
         return 1
-    if args.out:
-        Path(args.out).write_text(result.text, encoding="utf-8")
-    else:
-        sys.stdout.write(result.text)
     print(result.summary(), file=sys.stderr)
     print(f"wrote {destination}: {len(table.versions)} versions, newest {table.newest.version}", file=sys.stderr)
     return 0
