@@ -105,8 +105,8 @@ def count_ranges(ranges: list[Range], pipeline: Pipeline, feed: Callable[[Any, i
                  here: bool = False) -> PartResult:
     """Count ``ranges`` into ``pipeline`` with ``feed(stream, limit)``; the part's result.
 
-    ``here``: counted in this process (the ids stay a set, no copy); else they are
-    packed in an array, cheap to send back.
+    ``here``: counted in this process, the ids come back as a set of digests (the
+    other parts are checked against it); else as a packed array, cheap to send back.
     """
     lines = 0
     for path, start, end in ranges:
