@@ -163,6 +163,7 @@ class Matcher:
         for (_, owner, _), entry in zip(rules, self._all, strict=True):
             self._by_provider.setdefault(owner, []).append(entry)
         self._providers = providers
+        self.has_providers = providers is not None
         self._tests = {pid: (None if r.provider_match is None else compile_clause(r.provider_match),
                              None if r.model_match is None else compile_clause(r.model_match))
                        for pid, r in (providers or {}).items()}
