@@ -163,10 +163,18 @@ class Matcher:
         for (_, owner, _), entry in zip(rules, self._all, strict=True):
             self._by_provider.setdefault(owner, []).append(entry)
         self._providers = providers
-        self.has_providers = providers is not None
         self._tests = {pid: (None if r.provider_match is None else compile_clause(r.provider_match),
                              None if r.model_match is None else compile_clause(r.model_match))
                        for pid, r in (providers or {}).items()}
+
+    def find_first(self, name: str, provider: str | None) -> str | None:
+        """With ``providers``, rules come before exact names (genai-prices' resolution: ``openai/gpt-4o`` sent
+        to OpenRouter is OpenRouter's model, not the table's ``openai/gpt-4o``)."""
+        return self.find(name, provider) if self._providers is not None else None
+
+    def find_last(self, name: str, provider: str | None) -> str | None:
+        """Without ``providers``, rules come after exact names, aliases and ``<provider>/<name>``."""
+        return self.find(name, provider) if self._providers is None else None
 
     def find(self, name: str, provider: str | None) -> str | None:
         ref = name.lower()

@@ -98,16 +98,16 @@ class PriceVersion:
     matcher: Matcher | None = None  # v2 models' match rules, compiled
 
     def resolve(self, model: str, provider: str | None = None) -> PricedModel | None:
-        """Exact name, alias, ``<provider>/<name>`` (exact, alias), the first match rule (prices.match); the
-        rules before ``<provider>/<name>`` in a table with ``providers`` (genai-prices' precedence)."""
-        name, matcher = (model if model in self.models else self.aliases.get(model)), self.matcher
-        if name is None and matcher is not None and matcher.has_providers:
-            name = matcher.find(model, provider)
+        """Exact name, alias, ``<provider>/<name>``, match rules (prices.match: first, with ``providers``)."""
+        matcher = self.matcher
+        name = matcher.find_first(model, provider) if matcher is not None else None
+        if name is None:
+            name = model if model in self.models else self.aliases.get(model)
         if name is None and provider:
             qualified = f"{provider}/{model}"
             name = qualified if qualified in self.models else self.aliases.get(qualified)
-        if name is None and matcher is not None and not matcher.has_providers:
-            name = matcher.find(model, provider)
+        if name is None and matcher is not None:
+            name = matcher.find_last(model, provider)
         return None if name is None else self.models[name]
 
     def tokenizer(self, model: str) -> str | None:  # the model's ``tokenizer`` key: models tokenizing alike share it

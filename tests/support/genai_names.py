@@ -9,10 +9,13 @@ strategies and the seeded equality test draw from these.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import strategies as st
+
+_DASHED = re.compile(r"-(20\d\d)-(\d\d)-(\d\d)(?=-|:|$)")
 
 SUFFIXES = ("", "-2025-09-29", "-20250929", "-20241120", "-001", "-002", "-latest", "-preview", ":free", "-v1:0",
             "-exp-0827", "-20251399")  # the last: not a date (genai-prices leaves it alone)
@@ -29,12 +32,15 @@ def rule_parts(rule: Any) -> Iterator[tuple[str, str]]:
 
 
 def variants(kind: str, literal: str, prefix: str, suffix: str, upper: bool) -> str:
-    """One name a clause of ``kind`` could meet: the literal with text around it where the kind allows."""
+    """One name a clause of ``kind`` could meet: the literal with text around it where the kind allows
+    (anything around an ``equals`` literal is junk, which ``names_for`` draws apart)."""
     name = literal
-    if kind in ("starts_with", "contains", "equals"):
+    if kind in ("starts_with", "contains"):
         name = name + suffix
-    if kind in ("ends_with", "contains", "equals"):
+    if kind in ("ends_with", "contains"):
         name = prefix + name
+    if kind == "equals" and suffix == "-20250929":  # a listed dated name, sent in LiteLLM's compact form
+        name = _DASHED.sub(r"-\1\2\3", name)
     return name.upper() if upper else name
 
 
