@@ -136,3 +136,11 @@ def test_rules_without_providers_try_the_record_provider_then_every_model() -> N
     assert version.resolve("claude-opus-4-20250514", "q").model == "q/m"  # the record's provider's models
     assert version.resolve("claude-opus-4-20250514", "r") is None
     assert version.resolve("m", "p").model == "p/m"  # <provider>/<name> exact, before rules
+
+
+def test_prices_show_says_a_rule_resolved_the_name(table: PriceTable) -> None:
+    from exporter.prices.explain import explain
+    ts = table.newest.effective_from
+    shown = explain(table, "claude-sonnet-4-5-20250929", ts)
+    assert shown["resolved_by"] == "match rule of 'anthropic/claude-sonnet-4-5'"
+    assert explain(table, "anthropic/claude-sonnet-4-5", ts)["resolved_by"] == "model name"
