@@ -158,10 +158,11 @@ class Matcher:
 
     def __init__(self, rules: Sequence[tuple[str, str, Clause]], providers: dict[str, ProviderRules] | None) -> None:
         """``rules``: (model, its provider, clause) in table order."""
-        self._all = list((model, compile_clause(clause)) for model, _, clause in rules)
-        self._by_provider: dict[str, list[tuple[str, Test]]] = {}
-        for (_, owner, _), entry in zip(rules, self._all, strict=True):
-            self._by_provider.setdefault(owner, []).append(entry)
+        self._all = _Pool([(model, clause) for model, _, clause in rules])
+        owners: dict[str, list[tuple[str, Clause]]] = {}
+        for model, owner, clause in rules:
+            owners.setdefault(owner, []).append((model, clause))
+        self._by_provider = {owner: _Pool(entries) for owner, entries in owners.items()}
         self._providers = providers
         self._tests = {pid: (None if r.provider_match is None else compile_clause(r.provider_match),
                              None if r.model_match is None else compile_clause(r.model_match))
@@ -179,7 +180,7 @@ class Matcher:
     def find(self, name: str, provider: str | None) -> str | None:
         ref = name.lower()
         if self._providers is None:
-            return self._search([self._all if not provider else self._by_provider.get(provider, [])], ref)
+            return self._search([self._all if not provider else self._by_provider.get(provider, _EMPTY)], ref)
         chosen: str | None = None
         if provider:
             if provider.lower() == "litellm" and "/" in ref:  # LiteLLM's "<provider>/<model>" names
@@ -193,24 +194,67 @@ class Matcher:
             chosen = next((pid for pid, (_, test) in self._tests.items() if test is not None and test(ref)), None)
             if chosen is None:
                 return None
-        own = self._by_provider.get(chosen, [])
-        return self._search([own, *(self._by_provider.get(f, []) for f in self._providers[chosen].fallback)], ref)
-
-    def _search(self, pools: Sequence[Sequence[tuple[str, Test]]], ref: str) -> str | None:
-        """The first model of the first pool matching ``ref``, else its dashed-date form."""
-        dashed = dashed_date(ref)
-        for candidate in (ref, dashed) if dashed != ref else (ref,):
-            for pool in pools:
-                found = next((model for model, test in pool if test(candidate)), None)
-                if found is not None:
-                    return found
-        return None
+        own = self._by_provider.get(chosen, _EMPTY)
+        return self._search([own, *(self._by_provider.get(f, _EMPTY) for f in self._providers[chosen].fallback)],
+                            ref)
 
     def _provider_id(self, provider: str) -> str | None:
         wanted = provider.lower().strip()
         if wanted in self._tests:
             return wanted
         return next((pid for pid, (test, _) in self._tests.items() if test is not None and test(wanted)), None)
+
+    def _search(self, pools: Sequence[_Pool], ref: str) -> str | None:
+        """The first model of the first pool matching ``ref``, else its dashed-date form."""
+        dashed = dashed_date(ref)
+        for candidate in (ref, dashed) if dashed != ref else (ref,):
+            for pool in pools:
+                found = pool.first(candidate)
+                if found is not None:
+                    return found
+        return None
+
+
+def _literals(clause: Clause) -> list[str] | None:
+    """The names a rule of only ``equals`` (or an ``or`` of them) matches, lower-cased; None for any other."""
+    if clause.kind == "equals":
+        return [clause.text.lower()]
+    if clause.kind != "or":
+        return None
+    found: list[str] = []
+    for part in clause.parts:
+        sub = _literals(part)
+        if sub is None:
+            return None
+        found += sub
+    return found
+
+
+class _Pool:
+    """Models in order; the rules that only list names are a dict, so a name costs the open rules before it."""
+
+    def __init__(self, entries: Sequence[tuple[str, Clause]]) -> None:
+        self.models = [model for model, _ in entries]
+        self.names: dict[str, int] = {}
+        self.open: list[tuple[int, Test]] = []
+        for position, (_, clause) in enumerate(entries):
+            literals = _literals(clause)
+            if literals is None:
+                self.open.append((position, compile_clause(clause)))
+            for literal in literals or ():
+                self.names.setdefault(literal, position)
+
+    def first(self, ref: str) -> str | None:
+        listed = self.names.get(ref, len(self.models))
+        for position, test in self.open:
+            if position > listed:
+                break
+            if test(ref):
+                return self.models[position]
+        return self.models[listed] if listed < len(self.models) else None
+
+
+_EMPTY = _Pool(())
 
 
 def version_matcher(doc: Located, path: Path, models: dict[str, Any], owners: dict[str, str],

@@ -144,3 +144,17 @@ def test_prices_show_says_a_rule_resolved_the_name(table: PriceTable) -> None:
     shown = explain(table, "claude-sonnet-4-5-20250929", ts)
     assert shown["resolved_by"] == "match rule of 'anthropic/claude-sonnet-4-5'"
     assert explain(table, "anthropic/claude-sonnet-4-5", ts)["resolved_by"] == "model name"
+
+
+def test_first_rule_in_file_order_wins_listed_names_or_open_rules() -> None:
+    """Rules that only list names are looked up by name; an earlier open rule still comes first."""
+    models = "".join(f'      "p/{name}":\n        input: {rate}\n        output: 1.0\n        provider: p\n'
+                     f"        match: {rule}\n" for name, rate, rule in (
+                         ("a", 1.0, "{or: [{equals: X-1}, {equals: x-2}]}"),
+                         ("b", 2.0, "{starts_with: x-}"),
+                         ("c", 3.0, "{or: [{equals: x-3}, {equals: x-1}]}"),
+                         ("d", 4.0, "{equals: y-2025-01-31}")))
+    version = parse_price_table(HEAD.split('      "p/m"')[0].format(providers="") + models, "t.yaml").newest
+    assert [version.resolve(n, "p").model for n in ("x-1", "X-2", "x-3", "x-9", "y-20250131")] == \
+        ["p/a", "p/a", "p/b", "p/b", "p/d"]
+    assert version.resolve("y-20250132", "p") is None  # not a date: no dashed retry
