@@ -49,30 +49,60 @@ class Located:
         return YamlError(f"{self.filename}:{self.line(path)}: {format_path(path)}: {message}")
 
 
-MAX_NODES = 200_000  # aliases can expand a small file exponentially ("billion laughs"); the bundled table has ~5k
+# Values reached through an alias are counted apart from the values the text writes itself: aliases can
+# expand a small file exponentially ("billion laughs"), and no table needs more than a few of them.
+MAX_NODES = 200_000
+# The values the text writes cost their bytes; this bounds the memory of a huge file (a value's key path
+# and line take ~200 bytes). A full genai-prices import (every provider, all history, 21 MB) has ~0.9M.
+MAX_VALUES = 1_500_000
+
+
+class _Budget:
+    """Values built so far, those built beneath a reused (aliased) collection, and the collections built."""
+
+    __slots__ = ("built", "expanded", "reused", "values")
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.expanded = 0
+        self.reused = 0  # > 0 while building a collection that was built before: an alias's expansion
+        self.built: set[int] = set()
+
+    def count(self, node: yaml.Node, filename: str) -> None:
+        self.values += 1
+        if self.reused:
+            self.expanded += 1
+            if self.expanded > MAX_NODES:
+                raise YamlError(f"{filename}:{node.start_mark.line + 1}: document expands to more than "
+                                f"{MAX_NODES} values through aliases (alias expansion?)")
+        if self.values > MAX_VALUES:
+            raise YamlError(f"{filename}:{node.start_mark.line + 1}: document has more than {MAX_VALUES} values")
 
 
 def _build(node: yaml.Node, path: Path, lines: dict[Path, int], filename: str,
-           active: set[int] | None = None) -> Any:
+           active: set[int] | None = None, budget: _Budget | None = None) -> Any:
     lines[path] = node.start_mark.line + 1
-    if len(lines) > MAX_NODES:
-        raise YamlError(f"{filename}:{node.start_mark.line + 1}: document expands to more than "
-                        f"{MAX_NODES} values (alias expansion?)")
+    budget = _Budget() if budget is None else budget
+    budget.count(node, filename)
     if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
         active = set() if active is None else active
         if id(node) in active:
             raise YamlError(f"{filename}:{node.start_mark.line + 1}: {format_path(path)}: "
                             "recursive alias")
         active.add(id(node))
+        again = id(node) in budget.built
+        budget.built.add(id(node))
+        budget.reused += again
         try:
-            return _build_collection(node, path, lines, filename, active)
+            return _build_collection(node, path, lines, filename, active, budget)
         finally:
             active.discard(id(node))
+            budget.reused -= again
     return _scalar(node)
 
 
 def _build_collection(node: yaml.MappingNode | yaml.SequenceNode, path: Path,
-                      lines: dict[Path, int], filename: str, active: set[int]) -> Any:
+                      lines: dict[Path, int], filename: str, active: set[int], budget: _Budget) -> Any:
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -83,10 +113,10 @@ def _build_collection(node: yaml.MappingNode | yaml.SequenceNode, path: Path,
             if key in result:
                 raise YamlError(f"{filename}:{key_node.start_mark.line + 1}: {format_path((*path, key))}: "
                                 "duplicate key")
-            result[key] = _build(value_node, (*path, key), lines, filename, active)
+            result[key] = _build(value_node, (*path, key), lines, filename, active, budget)
             lines[(*path, key)] = key_node.start_mark.line + 1
         return result
-    return [_build(item, (*path, index), lines, filename, active)
+    return [_build(item, (*path, index), lines, filename, active, budget)
             for index, item in enumerate(node.value)]
 
 

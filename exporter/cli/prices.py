@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
                      help="only the versions from this day (YYYY-MM-DD), the first with the prices in force "
                           "then; older traffic is unpriced (default: the whole history)")
     gen.add_argument("--names", metavar="FILE",
-                     help="extra model names to resolve into aliases, one per line (e.g. from your gateway's logs)")
+                     help="extra model names the import checks its match rules on, one per line (e.g. from your "
+                          "gateway's logs)")
 
     parser.set_defaults(func=run, prices_parser=parser)
 

@@ -64,8 +64,10 @@ def explain(table: PriceTable, model: str, ts: float, provider: str | None = Non
         how = "model name"
     elif version.aliases.get(model) == priced.model:
         how = f"alias {model!r}"
-    else:
+    elif provider and priced.model in (f"{provider}/{model}", version.aliases.get(f"{provider}/{model}")):
         how = f"provider-qualified name {provider}/{model}"
+    else:
+        how = f"match rule of {priced.model!r}"
     rates: dict[str, dict[str, Any]] = {}
     for key in RATE_KEYS:
         value = getattr(priced, key)

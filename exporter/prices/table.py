@@ -1,18 +1,12 @@
-"""Versioned price table v1 and v2 (docs/prices.md; v2's tiers in ``prices.tiers``): load, validate, look up.
+"""Versioned price table v1 and v2 (docs/prices.md; v2's tiers in ``prices.tiers``, rules in ``prices.match``).
 
-A request is priced by the version whose ``effective_from`` is the latest one
-not after its ``ts``; each version is complete on its own. A model unknown to
-that version is *unpriced*: no dollars are invented for it. A cache-write
-rate missing from a model falls back to its family's multiplier of the input
-rate, else to the plain input rate (no invented premium); a missing
-cache-read rate falls back to the input rate (no invented discount).
-
-A model may carry a ``tokenizer`` key (optional): models that tokenize text alike
-share it, and ``calibrate`` measures billed-token factors per key; pricing never reads it.
-
-Validation errors name file, line, key and value (``exporter.yamlpos``).
-What the lookup returns, ``PricedModel``, is frozen and hashable: the
-aggregates keep the exact rates they counted with, so a later table never
+A request is priced by the version whose ``effective_from`` is the latest one not after its ``ts``;
+each version is complete on its own. A model unknown to that version is *unpriced*: no dollars are
+invented. A missing cache-write rate falls back to its family's multiplier of the input rate, else
+to the input rate (no invented premium); a missing cache-read rate to the input rate (no discount).
+A model's optional ``tokenizer`` key groups models for ``calibrate``; pricing never reads it.
+Validation errors name file, line, key and value (``exporter.yamlpos``). ``PricedModel`` is frozen
+and hashable: the aggregates keep the exact rates they counted with, so a later table never
 reprices what was already counted.
 """
 
@@ -33,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from exporter.yamlpos import Located, YamlError, load_located
 
 if TYPE_CHECKING:
+    from exporter.prices.match import Matcher, ProviderRules
     from exporter.prices.tiers import ModelTiers
 
 SCHEMA = "llm-savings-prices/v1"
-SCHEMA_V2 = "llm-savings-prices/v2"  # v1 plus per-model tiers, service_tiers, time_windows (prices.tiers)
+SCHEMA_V2 = "llm-savings-prices/v2"  # v1 + tiers, service_tiers, time_windows (prices.tiers), match (prices.match)
 PER_MILLION = 1_000_000.0
 BUNDLED_PRICES = Path(__file__).parent.parent / "data" / "prices.yaml"
 PROVIDER_METHOD = "provider"
@@ -100,12 +95,19 @@ class PriceVersion:
     aliases: dict[str, str]
     model_meta: dict[str, dict[str, str]] = field(default_factory=dict)
     tiers: dict[str, ModelTiers] = field(default_factory=dict)  # v2 models with tiers, by model name
+    matcher: Matcher | None = None  # v2 models' match rules, compiled
 
     def resolve(self, model: str, provider: str | None = None) -> PricedModel | None:
-        name = model if model in self.models else self.aliases.get(model)
+        """Exact name, alias, ``<provider>/<name>``, match rules (prices.match: first, with ``providers``)."""
+        matcher = self.matcher
+        name = matcher.find_first(model, provider) if matcher is not None else None
+        if name is None:
+            name = model if model in self.models else self.aliases.get(model)
         if name is None and provider:
             qualified = f"{provider}/{model}"
             name = qualified if qualified in self.models else self.aliases.get(qualified)
+        if name is None and matcher is not None:
+            name = matcher.find_last(model, provider)
         return None if name is None else self.models[name]
 
     def tokenizer(self, model: str) -> str | None:  # the model's ``tokenizer`` key: models tokenizing alike share it
@@ -168,7 +170,7 @@ _VERSION_KEYS = {"version", "effective_from", "source", "families", "models"}
 _FAMILY_KEYS = {"cache_write_5m_multiplier", "cache_write_1h_multiplier", "billed_token_factor"}
 _MODEL_RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 _MODEL_KEYS = {"family", "aliases", "provider", "source", "retrieved", "tokenizer", *_MODEL_RATE_KEYS}
-_MODEL_KEYS_V2 = {*_MODEL_KEYS, "tiers", "service_tiers", "time_windows"}
+_MODEL_KEYS_V2 = {*_MODEL_KEYS, "tiers", "service_tiers", "time_windows", "match"}
 # A tokenizer key names a tokenizer, not a text: short, no spaces (it keys calibrate's groups).
 _TOKENIZER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]{0,63}")
 
@@ -192,13 +194,6 @@ def _number(doc: Located, path: tuple[str | int, ...], value: Any, *, positive: 
 def _string(doc: Located, path: tuple[str | int, ...], value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise PriceTableError(str(doc.error(path, f"expected a non-empty string, got {value!r}")))
-    return value
-
-
-def _tokenizer(doc: Located, path: tuple[str | int, ...], value: Any) -> str:
-    if not isinstance(value, str) or not _TOKENIZER.fullmatch(value):
-        raise PriceTableError(str(doc.error(path, f"expected a tokenizer name (letters, digits, . _ : / + -, "
-                                                  f"at most 64 characters), got {value!r}")))
     return value
 
 
@@ -254,7 +249,8 @@ def _family(doc: Located, path: tuple[str | int, ...], raw: Any) -> Family:
     )
 
 
-def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersion:
+def _version(doc: Located, index: int, raw: Any, v2: bool = False,
+             providers: dict[str, ProviderRules] | None = None) -> PriceVersion:
     path: tuple[str | int, ...] = ("versions", index)
     body = _mapping(doc, path, raw, _VERSION_KEYS)
     for required in ("version", "effective_from", "models"):
@@ -268,10 +264,8 @@ def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersi
     source = body.get("source", "")
     if not isinstance(source, str):
         raise PriceTableError(str(doc.error((*path, "source"), f"expected a string, got {source!r}")))
-    families = {
-        str(name): _family(doc, (*path, "families", name), fam)
-        for name, fam in _mapping(doc, (*path, "families"), body.get("families") or {}, None).items()
-    }
+    families = {str(name): _family(doc, (*path, "families", name), fam)
+                for name, fam in _mapping(doc, (*path, "families"), body.get("families") or {}, None).items()}
     models: dict[str, PricedModel] = {}
     aliases: dict[str, str] = {}
     meta: dict[str, dict[str, str]] = {}
@@ -286,11 +280,9 @@ def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersi
             raise PriceTableError(str(doc.error((*mpath, "family"), f"expected a string, got {family_name!r}")))
         if family_name and family_name not in families:
             # a typo here would silently drop the family's cache-write premium and factors
-            raise PriceTableError(str(doc.error(
-                (*mpath, "family"),
-                f"family {family_name!r} is not defined under versions[{index}].families "
-                f"(defined: {', '.join(sorted(families)) or 'none'}); add `{family_name}: {{}}` if it has no "
-                "premium and no factors")))
+            raise PriceTableError(str(doc.error((*mpath, "family"), f"family {family_name!r} is not defined under "
+                f"versions[{index}].families (defined: {', '.join(sorted(families)) or 'none'}); add "
+                f"`{family_name}: {{}}` if it has no premium and no factors")))
         family = families[family_name] if family_name else Family()
         rates = {key: _number(doc, (*mpath, key), entry[key]) for key in _MODEL_RATE_KEYS if key in entry}
         base = rates["input"]
@@ -310,8 +302,9 @@ def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersi
             cache_write_1h=rates["cache_write_1h"],
             factors=family.billed_token_factor,
         )
-        if "tokenizer" in entry:
-            _tokenizer(doc, (*mpath, "tokenizer"), entry["tokenizer"])
+        if "tokenizer" in entry and not (isinstance(tok := entry["tokenizer"], str) and _TOKENIZER.fullmatch(tok)):
+            raise PriceTableError(str(doc.error((*mpath, "tokenizer"), "expected a tokenizer name (letters, digits, "
+                                                f". _ : / + -, at most 64 characters), got {tok!r}")))
         meta[name] = {k: str(entry[k]) for k in ("provider", "source", "retrieved", "tokenizer") if k in entry}
         alias_list = entry.get("aliases") or []
         if not isinstance(alias_list, list):
@@ -327,13 +320,17 @@ def _version(doc: Located, index: int, raw: Any, v2: bool = False) -> PriceVersi
             raise PriceTableError(str(doc.error((*path, "models", alias),
                                                 f"{alias!r} is both a model and an alias of {aliases[alias]!r}")))
     tiers: dict[str, ModelTiers] = {}
+    matcher = None
     if v2:
         from exporter.prices.tiers import parse_model_tiers
         for name, raw_model in body["models"].items():
             found = parse_model_tiers(doc, (*path, "models", name), raw_model, models[name])
             if found is not None:
                 tiers[name] = found
-    return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta, tiers)
+        from exporter.prices.match import version_matcher
+        matcher = version_matcher(doc, path, body["models"], {n: m.get("provider", "") for n, m in meta.items()},
+                                  providers)
+    return PriceVersion(version, effective, effective_text, source, families, models, aliases, meta, tiers, matcher)
 
 
 def parse_price_table(text: str, filename: str) -> PriceTable:
@@ -342,7 +339,7 @@ def parse_price_table(text: str, filename: str) -> PriceTable:
         doc = load_located(text, filename)
     except YamlError as exc:
         raise PriceTableError(str(exc)) from None
-    top = _mapping(doc, (), doc.data, {"schema", "versions"})
+    top = _mapping(doc, (), doc.data, {"schema", "versions", "providers"})
     if top.get("schema") not in (SCHEMA, SCHEMA_V2):
         raise PriceTableError(str(doc.error(("schema",), f"expected {SCHEMA!r} or {SCHEMA_V2!r}, "
                                                          f"got {top.get('schema')!r}")))
@@ -350,7 +347,11 @@ def parse_price_table(text: str, filename: str) -> PriceTable:
     if not isinstance(raw_versions, list) or not raw_versions:
         raise PriceTableError(str(doc.error(("versions",), "expected a non-empty list of versions")))
     v2 = top.get("schema") == SCHEMA_V2
-    versions = [_version(doc, index, raw, v2) for index, raw in enumerate(raw_versions)]
+    if "providers" in top and not v2:
+        raise PriceTableError(str(doc.error(("providers",), f"providers is a {SCHEMA_V2!r} key")))
+    from exporter.prices.match import parse_providers
+    providers = parse_providers(doc, top["providers"]) if "providers" in top else None
+    versions = [_version(doc, index, raw, v2, providers) for index, raw in enumerate(raw_versions)]
     seen: dict[str, int] = {}
     starts: dict[float, int] = {}
     for index, version in enumerate(versions):
@@ -362,8 +363,7 @@ def parse_price_table(text: str, filename: str) -> PriceTable:
                                                 f"same effective_from as versions[{starts[version.effective_from]}]")))
         seen[version.version] = index
         starts[version.effective_from] = index
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return PriceTable(versions, digest, filename)
+    return PriceTable(versions, hashlib.sha256(text.encode()).hexdigest(), filename)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:

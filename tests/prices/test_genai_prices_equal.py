@@ -1,10 +1,13 @@
 """An imported genai-prices table prices requests exactly as ``genai_prices.calc_price`` does.
 
 Seeded generator, >= 10,000 requests over every model of the providers below (each imported
-on its own: the full data is larger than the loader's node guard), with timestamps either side
-of every dated change, prompts either side of every tier threshold, every service tier the
-model lists (plus one it does not), and times inside and outside every time-of-day window.
-Both sides are exact (Decimal and Fraction of the written decimals): the test asserts equality.
+on its own, and all of them in one table), with timestamps either side of every dated change,
+prompts either side of every tier threshold, every service tier the model lists (plus one it
+does not), and times inside and outside every time-of-day window. Each request names its model
+as a gateway would (``tests.support.genai_names``: dated, revised, other case): the table
+resolves that name by its match rules, ``calc_price`` by genai-prices' own. Both sides are exact
+(Decimal and Fraction of the written decimals): the test asserts equality. The full import
+(every provider, all history) loads and ``prices validate`` accepts it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from fractions import Fraction
 import genai_prices
 from genai_prices import data_snapshot
 
+from exporter.cli.main import main
 from exporter.prices.importers.genai_prices import convert, genai_resolver
 from exporter.prices.table import parse_price_table
 from exporter.prices.tiers import UsageTiers, bill
+from tests.support.genai_names import seeded_names
 
 PROVIDERS = ("openai", "anthropic", "google", "deepseek", "aws", "azure", "mistral", "x-ai")
 SEED = 14
@@ -69,6 +74,7 @@ class Tally:
         self.seen: Counter[str] = Counter()
         self.mismatches: list[str] = []
         self.fees = 0  # requests whose only difference is genai-prices' per-request fee (not represented)
+        self.by_rule = 0  # requests named otherwise than a table model (resolved by match rules)
 
 
 def _compare(table, provider, per_model: int, rng: random.Random, resolve, tally: Tally) -> None:
@@ -76,17 +82,21 @@ def _compare(table, provider, per_model: int, rng: random.Random, resolve, tally
         name = f"{provider.id}/{model.id}"
         if name not in table.newest.models:
             continue  # skipped by the importer, counted in its summary
-        own_id = resolve(model.id, provider.id) == name
+        # names a gateway sends that genai-prices resolves to this model (its own id may not be one)
+        drawn = dict.fromkeys(seeded_names(rng, model.match, model.id, 12))
+        names = [n for n in drawn if resolve(n, provider.id) == name]
         for usage, ts, tier in _requests(rng, table, name, per_model):
-            priced = table.lookup(name, ts, service_tier=tier, prompt_tokens=usage.prompt)
-            assert not isinstance(priced, str), (name, ts, priced)
+            sent = rng.choice(names) if names and rng.random() < 0.9 else None
+            priced = table.lookup(sent or name, ts, provider.id, service_tier=tier, prompt_tokens=usage.prompt)
+            assert not isinstance(priced, str) and priced.model == name, (sent, name, ts, priced)
+            tally.by_rule += sent is not None
             ours = bill(usage, priced)
             when = datetime.fromtimestamp(ts, UTC)
             request = genai_prices.Usage(input_tokens=usage.prompt, cache_read_tokens=usage.cache_read,
                                          cache_write_tokens=usage.cache_write_5m + usage.cache_write_1h,
                                          cache_write_1h_tokens=usage.cache_write_1h, output_tokens=usage.output)
-            if own_id:  # calc_price itself; a model whose id its own rule does not match: its calc_price
-                theirs = genai_prices.calc_price(request, model.id, provider_id=provider.id,
+            if sent is not None:  # calc_price itself, on the name sent; else the model's own calc_price
+                theirs = genai_prices.calc_price(request, sent, provider_id=provider.id,
                                                  genai_request_timestamp=when,
                                                  price_context=_context(tier)).total_price
             else:
@@ -115,12 +125,12 @@ def test_imported_table_prices_every_request_as_calc_price() -> None:
     for provider_id in PROVIDERS:
         provider = next(p for p in snapshot.providers if p.id == provider_id)
         table = parse_price_table(convert([provider], resolve, source="genai-prices test").text, f"<{provider_id}>")
-        _compare(table, provider, 26, rng, resolve, tally)
-    assert tally.compared >= 10_000
+        _compare(table, provider, 30, rng, resolve, tally)
+    assert tally.compared >= 10_000 and tally.by_rule >= 10_000, (tally.compared, tally.by_rule)
     # the generator reached every feature: prompt tiers, service tiers, windows, later versions
     assert min(tally.seen[k] for k in ("tier", "window", "service_tier", "version")) >= 100, tally.seen
     assert tally.fees == 0  # none of these providers charges per request
-    print(f"compared {tally.compared} requests: {dict(tally.seen)}")
+    print(f"compared {tally.compared} requests ({tally.by_rule} by generated names): {dict(tally.seen)}")
     assert not tally.mismatches, (f"{len(tally.mismatches)} of {tally.compared} differ:\n"
                                   + "\n".join(tally.mismatches[:20]))
 
@@ -136,25 +146,22 @@ def test_one_table_of_every_provider_prices_every_model_as_calc_price() -> None:
     tally = Tally()
     for provider in snapshot.providers:
         _compare(table, provider, 5, rng, resolve, tally)
-    assert tally.compared >= 10_000
+    assert tally.compared >= 10_000 and tally.by_rule >= 10_000, (tally.compared, tally.by_rule)
     assert min(tally.seen[k] for k in ("tier", "service_tier")) >= 100 and tally.seen["window"] >= 30, tally.seen
-    print(f"compared {tally.compared} requests: {dict(tally.seen)}; "
+    print(f"compared {tally.compared} requests ({tally.by_rule} by generated names): {dict(tally.seen)}; "
           f"{tally.fees} equal once the per-request fee is taken off calc_price's total")
     assert 0 < tally.fees < 200
     assert not tally.mismatches, (f"{len(tally.mismatches)} of {tally.compared} differ:\n"
                                   + "\n".join(tally.mismatches[:20]))
 
 
-def test_aliases_resolve_to_the_model_calc_price_picks() -> None:
-    """Every alias the importer writes names the model genai-prices' matcher resolves that name to."""
+def test_the_full_import_loads_and_validates(tmp_path, capsys) -> None:
+    """Every provider, every model, all history: written through the loader, and ``prices validate`` accepts it."""
+    out = tmp_path / "genai.yaml"
+    assert main(["prices", "import-genai-prices", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "resolve otherwise" not in err  # the importer's own check of its rules against genai-prices'
     snapshot = data_snapshot.get_snapshot()
-    resolve = genai_resolver(snapshot)
-    provider = next(p for p in snapshot.providers if p.id == "anthropic")
-    table = parse_price_table(convert([provider], resolve, source="t",
-                                      extra_names=["claude-sonnet-4-5-20250929"]).text, "<anthropic>")
-    aliases = table.newest.aliases
-    assert aliases["anthropic/claude-sonnet-4-5-20250929"] == resolve("claude-sonnet-4-5-20250929", "anthropic")
-    for alias, target in aliases.items():
-        qualified, _, bare = alias.partition("/")
-        if qualified == "anthropic" and bare:
-            assert resolve(bare, "anthropic") == target, alias
+    assert f"converted {sum(len(p.models) for p in snapshot.providers) - 26} models in " in err
+    assert main(["prices", "validate", str(out)]) == 0
+    assert out.stat().st_size > 20_000_000

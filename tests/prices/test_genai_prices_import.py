@@ -15,7 +15,8 @@ from genai_prices.types import ModelPrice, Tier, TieredPrices
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.prices.importers.genai_prices import ModelState, clause_literals, model_line, rate_set
+from exporter.prices.importers.genai_prices import ModelState, model_line, rate_set
+from exporter.prices.importers.genai_rules import clause_literals
 from exporter.prices.table import PricedModel, parse_price_table
 from exporter.prices.tiers import UsageTiers, bill
 

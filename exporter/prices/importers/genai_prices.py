@@ -8,11 +8,14 @@ do) and request-context variants (``price_variants``: ``service_tier`` and
 ``processing: batch``). This module turns it into our YAML, pure (the
 provider objects in, text out); ``exporter.cli.prices`` does the I/O.
 
-- Model names: ``<provider>/<model id>``. Match rules are resolved into
-  aliases by genai-prices' own matcher over a finite list of candidate names
-  (every literal in any rule, every model id, their compact-date forms, and the
-  extra names the caller gives): ``<provider>/<name>`` for the provider's own
-  resolution, and the bare name for its provider-less one.
+- Model names: ``<provider>/<model id>``, each with its genai-prices rule as
+  ``match`` (``prices.match``), in genai-prices' order (providers, then their
+  models, as listed: the first match wins), and a top-level ``providers`` with
+  each provider's ``provider_match``, ``model_match`` and ``fallback``. Rules,
+  not aliases: an open rule (``claude-sonnet-4-5-<any date>``) matches names
+  nobody listed, and one rule per model reads better than hundreds of aliases.
+  The importer checks its rules against genai-prices' own resolution over the
+  literal names of every rule (and the caller's extra names).
 - Versions: one per distinct start date (plus a base one before all of them,
   priced as genai-prices prices a request older than every date: its first
   price), each complete on its own.
@@ -28,11 +31,21 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, NamedTuple
+
+from exporter.prices.importers.genai_rules import (
+    Resolver,
+    check_names,
+    clause_of,
+    clause_text,
+    provider_rules,
+    provider_text,
+)
+from exporter.prices.match import Clause
 
 BASE_DATE = date(2000, 1, 1)
 KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -75,7 +88,7 @@ class ImportResult:
     text: str
     models: int
     versions: int
-    aliases: int
+    rules: int
     skipped: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
     notes: Counter[str] = field(default_factory=Counter)
@@ -93,7 +106,7 @@ class ImportResult:
 
     def summary(self) -> str:
         """One line per reason, for the CLI's report."""
-        lines = [f"converted {self.models} models in {self.versions} versions with {self.aliases} aliases, "
+        lines = [f"converted {self.models} models in {self.versions} versions with {self.rules} match rules, "
                  f"skipped {sum(self.skipped.values())}"]
         for kind, counter in (("skipped", self.skipped), ("not represented", self.notes)):
             for reason, count in sorted(counter.items(), key=lambda item: (-item[1], item[0])):
@@ -204,38 +217,6 @@ def state_at(model: Any, day: date, result: ImportResult, name: str) -> ModelSta
 
 
 # ---------------------------------------------------------------------------
-# names
-
-
-def clause_literals(clause: Any) -> Iterable[str]:
-    """Every literal string in a match rule (candidates: genai-prices' matcher decides what they match)."""
-    for attr in ("equals", "starts_with", "ends_with", "contains"):
-        if isinstance(getattr(clause, attr, None), str):
-            yield getattr(clause, attr)
-    for sub in (*(getattr(clause, "or_", None) or ()), *(getattr(clause, "and_", None) or ())):
-        yield from clause_literals(sub)
-
-
-def open_rule(clause: Any) -> bool:
-    """True when a rule matches names beyond its literals (prefix, suffix, substring, regex)."""
-    if any(hasattr(clause, a) for a in ("starts_with", "ends_with", "contains", "regex")):
-        return True
-    return any(open_rule(sub) for sub in (*(getattr(clause, "or_", None) or ()),
-                                          *(getattr(clause, "and_", None) or ())))
-
-
-def candidates(providers: Sequence[Any], extra: Iterable[str]) -> list[str]:
-    """Names to resolve: rule literals, model ids, extra names, and compact-date forms of dated ones."""
-    names = {n.lower() for n in extra if n.strip()}
-    for provider in providers:
-        for model in provider.models:
-            names.add(model.id.lower())
-            names.update(n.lower() for n in clause_literals(model.match))
-    names.update([_DATED.sub(r"-\1\2\3", n) for n in names])
-    return sorted(n for n in names if n and len(n) < 200)
-
-
-# ---------------------------------------------------------------------------
 # text
 
 
@@ -259,11 +240,13 @@ def _set_text(rates: RateSet) -> str:
     return text
 
 
-def model_line(name: str, provider: str, state: ModelState, aliases: Sequence[str]) -> str:
+def model_line(name: str, provider: str, state: ModelState, aliases: Sequence[str] = (), match: str = "") -> str:
     """One model as a one-line flow mapping (the versions repeat every model: keep them compact)."""
     parts = [f"family: {_q(provider)}", f"provider: {_q(provider)}"]
     if aliases:
         parts.append("aliases: [" + ", ".join(_q(a) for a in aliases) + "]")
+    if match:
+        parts.append(f"match: {match}")
     parts.append(_set_text(state.rates))
     if state.service_tiers:
         parts.append("service_tiers: {" + ", ".join(f"{_q(t)}: {{{_set_text(r)}}}"
@@ -278,7 +261,6 @@ def model_line(name: str, provider: str, state: ModelState, aliases: Sequence[st
 # ---------------------------------------------------------------------------
 # the table
 
-Resolver = Callable[[str, str | None], str | None]  # (name, provider id) -> "<provider>/<model>" or None
 
 
 def _dates(providers: Sequence[Any]) -> list[date]:
@@ -291,37 +273,6 @@ def _dates(providers: Sequence[Any]) -> list[date]:
     return sorted(days)
 
 
-def _aliases(providers: Sequence[Any], resolve: Resolver, extra: Sequence[str], canonical: set[str],
-             result: ImportResult) -> dict[str, list[str]]:
-    by_id = {p.id: p for p in providers}
-    taken = set(canonical)
-    aliases: dict[str, list[str]] = {}
-
-    def add(alias: str, target: str | None) -> None:
-        if target is None or alias in taken:
-            return
-        if target in canonical:
-            taken.add(alias)
-            aliases.setdefault(target, []).append(alias)
-
-    for provider in providers:
-        related = [provider, *(by_id[f] for f in provider.fallback_model_providers or () if f in by_id)]
-        for name in candidates(related, extra):
-            add(f"{provider.id}/{name}", resolve(name, provider.id))
-    for name in candidates(providers, extra):
-        found = resolve(name, None)
-        if name in canonical and found is not None and found != name:
-            result.note("a name that is also a <provider>/<model> name resolves elsewhere without a provider",
-                        name)
-        add(name, found)
-    for provider in providers:
-        for model in provider.models:
-            if open_rule(model.match):
-                result.note("open match rule (prefix/suffix/substring/regex): only candidate names are aliases",
-                            f"{provider.id}/{model.id}")
-    return aliases
-
-
 def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_names: Sequence[str] = (),
             since: date | None = None) -> ImportResult:
     """genai-prices providers -> the text of a price table v2, every price change a version.
@@ -331,12 +282,13 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
     """
     if not isinstance(providers, list | tuple) or not all(hasattr(p, "models") for p in providers):
         raise GenaiPricesImportError("expected genai-prices' list of providers")
-    result = ImportResult(text="", models=0, versions=0, aliases=0)
+    result = ImportResult(text="", models=0, versions=0, rules=0)
     days = _dates(providers)
     if since is not None:
         days = sorted({since, *(d for d in days if d > since)})
     states: dict[str, list[ModelState]] = {}
     owner: dict[str, str] = {}
+    rules: dict[str, Clause] = {}
     for provider in providers:
         for model in provider.models:
             name = f"{provider.id}/{model.id}"
@@ -346,6 +298,7 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
                 continue
             states[name] = [s for s in found if s is not None]
             owner[name] = provider.id
+            rules[name] = clause_of(model.match)
             listed = (c.prices for c in model.prices) if isinstance(model.prices, list) else (model.prices,)
             keys = {k for mp in (*listed, *(v.prices for v in model.price_variants or ())) for k in _prices_dict(mp)}
             for key in sorted(keys - _USED):
@@ -353,14 +306,17 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
                        else "per-use price of a tool our records do not report" if key in _USAGE_ONLY
                        else "a usage kind our records do not carry")
                 result.note(f"{key} ({why})", name)
-    # notes were counted once per version: count each (reason, model) once
-    aliases = _aliases(providers, resolve, extra_names, set(states), result)
+    check_names(providers, resolve, extra_names, rules, owner, result.note)
+    texts = {name: clause_text(rule) for name, rule in rules.items()}
     out = [
         f"# Converted from {source} by `llm-savings-exporter prices import-genai-prices`.",
         "# USD per million tokens; tiers bill the whole request above their threshold, as genai-prices does.",
+        "# A name resolves by the first model whose `match` rule it matches, as genai-prices resolves it.",
         "schema: llm-savings-prices/v2",
-        "versions:",
+        "providers:",
     ]
+    out += [f"  {_q(pid)}: {{{provider_text(found)}}}" for pid, found in provider_rules(providers).items()]
+    out.append("versions:")
     families = sorted(set(owner.values()))
     for index, day in enumerate(days):
         label = "genai-prices-base" if day == BASE_DATE else f"genai-prices-{day.isoformat()}"
@@ -370,12 +326,12 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
         out.append(f"    source: {_q(f'{source}: {why}')}")
         out.append("    families: {" + ", ".join(f"{_q(f)}: {{}}" for f in families) + "}")
         out.append("    models:")
-        for name in sorted(states):
-            out.append(model_line(name, owner[name], states[name][index], sorted(aliases.get(name, ()))))
+        for name in states:  # genai-prices' order: the first model whose rule matches wins
+            out.append(model_line(name, owner[name], states[name][index], match=texts[name]))
     result.text = "\n".join(out) + "\n"
     result.models = len(states)
     result.versions = len(days)
-    result.aliases = sum(len(v) for v in aliases.values())
+    result.rules = len(rules)
     return result
 
 
