@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -230,3 +231,33 @@ def test_components_sum_to_usd_saved_with_tiers(draws):
         metrics = _by_component(pipeline)
         assert math.isclose(sum(metrics.values()), totals[MONTH]["usd_saved"], rel_tol=1e-9, abs_tol=1e-12)
         assert all(value >= 0 for value in metrics.values())
+
+
+def _optimizer_spend(call: dict[str, Any]) -> tuple[float, dict[tuple[str, str], int]]:
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="o", model="gpt-4o", tokens_before=2_000, tokens_after=1_000,
+                               count_method="provider", optimizer={"model": "gemini-2.5-pro", **call}))
+    return pipeline.aggregates.month_totals()[MONTH]["optimizer_spend_usd"], pipeline.aggregates.flagged
+
+
+@pytest.mark.parametrize(("call", "usd", "flagged"), [
+    # a 250k prompt is billed whole at the upper tier, and batch halves that: 250k x 1.25 + 1k x 7.5
+    ({"service_tier": "batch", "usage": {"promptTokenCount": 250_000, "candidatesTokenCount": 1_000}}, 0.32, {}),
+    # the upper tier, default service: 250k x 2.5 + 1k x 15
+    ({"usage": {"promptTokenCount": 250_000, "candidatesTokenCount": 1_000}}, 0.64, {}),
+    # under the threshold, base rates: 100k x 1.25 + 1k x 10
+    ({"service_tier": "DEFAULT", "usage": {"promptTokenCount": 100_000, "candidatesTokenCount": 1_000}}, 0.135, {}),
+    # a tier the model does not list: base rates, flagged
+    ({"service_tier": "flex", "usage": {"promptTokenCount": 1_000, "candidatesTokenCount": 0}}, 0.00125,
+     {(MONTH, "unknown_service_tier"): 1}),
+])
+def test_optimizer_calls_are_priced_by_their_prompt_tier_and_service_tier(call, usd, flagged):
+    assert _optimizer_spend(call) == (usd, flagged)
+
+
+def test_a_bad_optimizer_service_tier_is_refused_naming_the_field():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="o", optimizer={"model": "gemini-2.5-pro", "service_tier": "no way",
+                                                          "usage": {"promptTokenCount": 1}}))
+    assert pipeline.last_rejection == "invalid_field"
+    assert pipeline.aggregates.optimizer == {}
