@@ -105,7 +105,7 @@ _SPEND, _CACHE_SAVINGS = catalog.SPEND_USD_TOTAL.name, catalog.CACHE_READ_SAVING
 _CACHE_PREMIUM = catalog.CACHE_WRITE_PREMIUM_USD_TOTAL.name
 _USD_SAVED, _WOULD_SAVE_USD = catalog.USD_SAVED_TOTAL.name, catalog.WOULD_HAVE_SAVED_USD_TOTAL.name
 _BASELINE, _SENT = catalog.BASELINE_INPUT_TOKENS_TOTAL.name, catalog.SENT_INPUT_TOKENS_TOTAL.name
-_PRICED = catalog.PRICED_REQUESTS_TOTAL.name
+_PRICED, _PRICED_SPEND = catalog.PRICED_REQUESTS_TOTAL.name, catalog.PRICED_SPEND_USD_TOTAL.name
 # the cells' tier jumps: summed like a family, rendered inside component_usd_saved_total (component tier_jump)
 _TIER_JUMP = catalog.COMPONENT_USD_SAVED_TOTAL.name + ":tier_jump"
 
@@ -177,7 +177,7 @@ class Exposition:
             if rates.tier or rates.service_tier or rates.window:  # v2 rates only: v1 cells add no series
                 priced_by = (month, model, rates.version, rates.tier or "base", rates.service_tier or "default",
                              rates.window or "none")
-                series.append(((_PRICED, priced_by), _V_REQUESTS))
+                series += [((_PRICED, priced_by), _V_REQUESTS), ((_PRICED_SPEND, priced_by), _V_SPEND)]
         members, value_index = self._members, self._value_index
         for entry, index in series:
             found_members = members.get(entry)
