@@ -188,9 +188,7 @@ PRICED_SPEND_USD_TOTAL = _c(
     (MONTH, "model", "price_version", "tier", "service_tier", "window"), "provenance")
 RECORDS_FLAGGED_TOTAL = _c(
     "records_flagged_total", "records",
-    "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving, "
-    "unknown_service_tier (a service tier, the record's or its optimizer call's, that the model's price entry "
-    "does not list: priced at base rates); every flag: docs/record-format.md, Flags.",
+    "Counted records with a caveat: no_id, incomplete_savings, unknown_usage_shape, components_exceed_saving.",
     (MONTH, "flag"), "provenance")
 PRICE_TABLE_INFO = MetricSpec(
     PREFIX + "price_table_info", "info", "",
