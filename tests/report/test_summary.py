@@ -168,9 +168,10 @@ def test_populations_when_the_engine_counts_baselines(counted: Callable[[list[by
 
 def test_a_saving_across_a_prompt_tier_lists_its_tier_jump_as_a_component() -> None:
     pipeline = Pipeline(parse_price_table(TIERED_TABLE, "t.yaml"))
-    pipeline.ingest_line(tiered_line(request_id="a", tokens_before=250_000, tokens_after=150_000, count_method="provider",
-                               components=[{"name": "trim_history", "tokens_saved": 60_000}],
-                               usage={"promptTokenCount": 150_000, "candidatesTokenCount": 1_000}))
+    pipeline.ingest_line(tiered_line(
+        request_id="a", tokens_before=250_000, tokens_after=150_000, count_method="provider",
+        components=[{"name": "trim_history", "tokens_saved": 60_000}],
+        usage={"promptTokenCount": 150_000, "candidatesTokenCount": 1_000}))
     focus = _report(pipeline, TIERED_MONTH).focus
     assert focus is not None
     # 150k x (2.5 - 1.25) + 1k x (15 - 10) per million; the saved tokens at the upper tier's 2.5
