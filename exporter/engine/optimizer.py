@@ -5,9 +5,10 @@ like a request, as the provider bills it: the same price table, the version
 effective at the record's timestamp, the prompt tier its own prompt size
 selects and its own ``service_tier`` (one the model does not list: base rates,
 flagged ``unknown_service_tier``), the optimizer's own model (which takes a
-slot of the model label cap like any model). An optimizer model the table does not price, or a usage
-block of an unknown shape, is counted in ``optimizer_unpriced`` by reason and
-adds no dollars: never a silent $0. Only counted records get here (after
+slot of the model label cap like any model). A block summing several calls is
+priced as one call of that size. An optimizer model the table does not price,
+or a usage block of an unknown shape, is counted in ``optimizer_unpriced`` by
+reason and adds no dollars: never a silent $0. Only counted records get here (after
 dedupe and the plausibility cap), so a duplicate never pays twice.
 """
 
