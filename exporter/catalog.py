@@ -103,7 +103,10 @@ SENT_INPUT_TOKENS_TOTAL = _c(
 COMPONENT_USD_SAVED_TOTAL = _c(
     "component_usd_saved_total", "usd",
     "usd_saved_total split by component as tokens_saved_total splits tokens (remainder 'unattributed'); "
-    "the components sum to usd_saved_total (to float rounding: each series is the nearest float).",
+    "the components sum to usd_saved_total (to float rounding: each series is the nearest float). A saving "
+    "whose counterfactual crossed a prompt tier prices its tokens at the counterfactual's input rate and puts "
+    "the rest, the whole request repriced at the dearer tier, in component 'tier_jump' (dollars, no tokens; "
+    "at most one series per month, model, tenant, method and price version, only where a tier was crossed).",
     (MONTH, "model", "tenant", "component", "method", "price_version", "factor_source"), "savings")
 OPTIMIZER_SPEND_USD_TOTAL = _c(
     "optimizer_spend_usd_total", "usd",
@@ -177,6 +180,11 @@ PRICED_REQUESTS_TOTAL = _c(
     "Requests priced by a v2 rate set other than the model's base rates: which prompt tier (tier, e.g. "
     "above_200000), service tier and time window priced their dollars; base, default and none where that part "
     "did not apply. Bounded by the price table; requests_total minus these were priced at base rates.",
+    (MONTH, "model", "price_version", "tier", "service_tier", "window"), "provenance")
+PRICED_SPEND_USD_TOTAL = _c(
+    "priced_spend_usd_total", "usd",
+    "spend_usd_total of the requests in priced_requests_total, by the same provenance (no tenant): the dollars "
+    "a prompt tier, service tier or time window priced. spend_usd_total minus these were priced at base rates.",
     (MONTH, "model", "price_version", "tier", "service_tier", "window"), "provenance")
 RECORDS_FLAGGED_TOTAL = _c(
     "records_flagged_total", "records",
@@ -285,6 +293,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     RECORDS_REJECTED_TOTAL,
     RECORDS_FLAGGED_TOTAL,
     PRICED_REQUESTS_TOTAL,
+    PRICED_SPEND_USD_TOTAL,
     PRICE_TABLE_INFO,
     PRICE_TABLE_NEWEST_EFFECTIVE_TIMESTAMP_SECONDS,
     BUILD_INFO,

@@ -43,6 +43,7 @@
     "responseCacheMinRequests": 100,
     "runbookBaseUrl": "https://github.com/llm-savings-exporter/llm-savings-exporter/blob/main/docs/runbook.md",
     "sourceDownFor": "5m",
+    "unknownServiceTierFor": "15m",
     "unpricedModelFor": "15m"
   },
 

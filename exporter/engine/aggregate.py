@@ -31,6 +31,7 @@ from exporter.engine.cells import (
     POPULATIONS,
     REQUESTS,
     SAVED,
+    TIER_JUMP,
     UNKNOWN_MONTH,
     UNPRICED,
     WOULD_SAVE,
@@ -44,6 +45,7 @@ from exporter.engine.cells import (
     exact_cell_dollars,
     exact_optimizer_spend,
     exact_saved_usd,
+    exact_tier_jump,
     populations,
 )
 from exporter.engine.gateway import GatewaySavings
@@ -227,10 +229,13 @@ class Aggregates:
             sums["would_have_saved_usd"] += dollars.would_have_saved
             sums["spend_usd"] += dollars.spend
             sums["cache_savings_usd"] += dollars.cache_net
+            if rates.cliff_saved and key.method:  # the jump of a saving across a prompt tier: no tokens
+                by_component[key.month].setdefault(TIER_JUMP, [None, Fraction(0)])[1] += exact_tier_jump(
+                    cell, rates)
         for comp_key, tokens in self.components.items():
             month(comp_key.month)
             entry = by_component[comp_key.month].setdefault(comp_key.component, [0, Fraction(0)])
-            entry[0] += tokens
+            entry[0] = (entry[0] or 0) + tokens
             if comp_key.rate_id != UNPRICED:
                 entry[1] += exact_saved_usd(tokens, self.rate_book[comp_key.rate_id], comp_key.method)
         for opt_key, opt_cell in self.optimizer.items():
@@ -345,7 +350,8 @@ def _finish_month(totals: dict[str, Any], exact: dict[str, Fraction], by_compone
     totals["compression_ratio"] = _ratio(totals["baseline_input_tokens"], totals["sent_input_tokens"])
     for name in sorted(by_component):
         tokens, usd = by_component[name]
-        totals["tokens_saved_by_component"][name] = tokens
+        if tokens is not None:  # tier_jump saves dollars, no tokens
+            totals["tokens_saved_by_component"][name] = tokens
         totals["usd_saved_by_component"][name] = float(usd)
 
 

@@ -37,6 +37,9 @@ POPULATIONS = ("compacted", "untouched")
 
 UNPRICED = -1
 UNKNOWN_MONTH = "unknown"
+# The component value of a saving's tier jump (component_usd_saved_total): when the counterfactual falls in a
+# dearer prompt tier, every token of the request is billed higher; that part is no component's (``tier_jump``).
+TIER_JUMP = "tier_jump"
 _MILLION = Fraction(int(PER_MILLION))
 
 
@@ -59,7 +62,8 @@ class ComponentKey(NamedTuple):
 
     ``rate_id`` is the saving's cell's, so the component's dollars
     (``component_usd_saved_total``) are its tokens at exactly the rates of
-    ``usd_saved_total``; ``tokens_saved_total`` sums over it.
+    ``usd_saved_total`` (``saved_rate``; a tier crossing's jump is ``TIER_JUMP``'s, from
+    the cell); ``tokens_saved_total`` sums over it.
     """
 
     month: str
@@ -175,6 +179,30 @@ def cliff_dollars(cell: list[int], rates: PricedModel, method: str) -> tuple[Fra
     return saved, would
 
 
+def saved_rate(rates: PricedModel) -> float:
+    """The input rate a saved token is worth: the counterfactual's (its marginal rate) when it crossed a tier."""
+    return rates.cliff_saved[0] if rates.cliff_saved else rates.input
+
+
+def tier_jump(cell: list[int], rates: PricedModel) -> float:
+    """The part of ``usd_saved`` no component saved: the request's own tokens at the counterfactual's rates
+    minus the actual's (0 unless the counterfactual crossed a prompt tier). ``usd_saved`` = saved x factor x
+    ``saved_rate`` + this, so the components with ``tier_jump`` add up to it."""
+    if not rates.cliff_saved:
+        return 0.0
+    return sum(u * (c - a) for u, c, a in zip(_tier_sums(cell), rates.cliff_saved, _rates(rates),
+                                               strict=True)) / PER_MILLION
+
+
+def exact_tier_jump(cell: list[int], rates: PricedModel) -> Fraction:
+    """``tier_jump``, exactly."""
+    if not rates.cliff_saved:
+        return Fraction(0)
+    return sum((u * (written(c) - written(a)) for u, c, a in zip(_tier_sums(cell), rates.cliff_saved,
+                                                                  _rates(rates), strict=True)),
+               Fraction(0)) / _MILLION
+
+
 def optimizer_spend(cell: Sequence[int], rates: PricedModel) -> float:
     """What an optimizer cell's calls cost at list prices (the spend formula, without a factor)."""
     return (cell[OPT_FRESH] * rates.input + cell[OPT_CACHE_READ] * rates.cache_read
@@ -219,8 +247,9 @@ def exact_cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Exac
 
 
 def exact_saved_usd(tokens: int, rates: PricedModel, method: str) -> Fraction:
-    """Dollars of ``tokens`` saved under ``method`` (one component's share of ``usd_saved``), exactly."""
-    return tokens * written(rates.factor(method or None)[0]) * written(rates.input) / _MILLION
+    """Dollars of ``tokens`` saved under ``method`` (one component's share of ``usd_saved``), exactly: at the
+    counterfactual's input rate (``saved_rate``), the tier jump apart (``exact_tier_jump``)."""
+    return tokens * written(rates.factor(method or None)[0]) * written(saved_rate(rates)) / _MILLION
 
 
 def exact_optimizer_spend(cell: Sequence[int], rates: PricedModel) -> Fraction:

@@ -91,6 +91,7 @@ class _Optimizer(msgspec.Struct, gc=False, kw_only=True):
     model: Annotated[str, msgspec.Meta(min_length=1)]
     provider: str | int | None = None
     usage: _Usage
+    service_tier: str | None = None
 
 
 class _Line(msgspec.Struct, gc=False, kw_only=True):
@@ -241,6 +242,16 @@ def _label(value: str | int | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _optimizer_tier(value: str | None) -> str | None:
+    """``optimizer.service_tier`` as the reference reads it; a non-tier name raises ``_Unusual`` (its rejection)."""
+    if not value:
+        return None
+    tier = service_tier_of(value)
+    if tier is None:
+        raise _Unusual
+    return tier
+
+
 def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], max_seconds: float) -> Any:
     """A ``Record`` (built by ``make_record``) for an ordinary valid line, else None."""
     try:
@@ -297,7 +308,7 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
     if raw.optimizer is not None:  # rare: a compressor that calls a model
         try:
             optimizer = OptimizerCall(raw.optimizer.model, _label(raw.optimizer.provider),
-                                      fast_usage(raw.optimizer.usage))
+                                      fast_usage(raw.optimizer.usage), _optimizer_tier(raw.optimizer.service_tier))
         except _Unusual:
             return None
     service_tier = raw.service_tier

@@ -1,11 +1,14 @@
 """The optimizer's own spend (net savings): a record's ``optimizer`` block into the optimizer tables.
 
 A compressor that calls a model to compress costs money. Its usage is priced
-like a request: the same price table, the version effective at the record's
-timestamp, the optimizer's own model (which takes a slot of the model label
-cap like any model). An optimizer model the table does not price, or a usage
-block of an unknown shape, is counted in ``optimizer_unpriced`` by reason and
-adds no dollars: never a silent $0. Only counted records get here (after
+like a request, as the provider bills it: the same price table, the version
+effective at the record's timestamp, the prompt tier its own prompt size
+selects and its own ``service_tier`` (one the model does not list: base rates,
+flagged ``unknown_service_tier``), the optimizer's own model (which takes a
+slot of the model label cap like any model). A block summing several calls is
+priced as one call of that size. An optimizer model the table does not price,
+or a usage block of an unknown shape, is counted in ``optimizer_unpriced`` by
+reason and adds no dollars: never a silent $0. Only counted records get here (after
 dedupe and the plausibility cap), so a duplicate never pays twice.
 """
 
@@ -25,6 +28,7 @@ from exporter.engine.cells import (
 from exporter.engine.labels import LabelCap
 from exporter.engine.usage import OptimizerCall
 from exporter.prices.table import PricedModel, PriceTable
+from exporter.prices.tiers import UNKNOWN_SERVICE_TIER
 
 UNKNOWN_USAGE_SHAPE = "unknown_usage_shape"  # a reason of optimizer_unpriced_requests_total, beside the table's
 
@@ -44,8 +48,13 @@ def count_optimizer(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, mo
     if usage is None:
         agg.count(agg.optimizer_unpriced, (month, model_cap(call.model), UNKNOWN_USAGE_SHAPE))
         return
-    priced = prices.lookup(call.model, ts, call.provider)
+    # billed as the provider bills it: the call's own prompt size picks the prompt tier, its service tier the rates
+    priced = prices.lookup(call.model, ts, call.provider, service_tier=call.service_tier,
+                           prompt_tokens=usage.fresh_input + usage.cache_read + usage.cache_write_5m
+                           + usage.cache_write_1h)
     if isinstance(priced, PricedModel):
+        if priced.service_tier == UNKNOWN_SERVICE_TIER:  # base rates, never silently: as a record's own tier
+            agg.count(agg.flagged, (month, "unknown_service_tier"))
         key = OptimizerKey(month, model_cap(priced.model), tenant, agg.rate_id(priced))
     else:
         key = OptimizerKey(month, model_cap(call.model), tenant, UNPRICED)

@@ -186,15 +186,16 @@ def _optional_label(obj: Mapping[str, Any], key: str, where: str = "") -> str | 
     raise _Invalid("invalid_field", f"{where}{key} has type {type(value).__name__}, expected a string")
 
 
-def _service_tier(value: Any) -> str | None:
+def _service_tier(value: Any, where: str = "") -> str | None:
     """The optional ``service_tier``: a short tier name, never free text (it keys routes and provenance)."""
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise _Invalid("invalid_field", f"service_tier has type {type(value).__name__}, expected a string")
+        raise _Invalid("invalid_field", f"{where}service_tier has type {type(value).__name__}, expected a string")
     tier = service_tier_of(value)
     if tier is None:
-        raise _Invalid("invalid_field", "service_tier is not a tier name ([a-z0-9_-], at most 32 characters)")
+        raise _Invalid("invalid_field", f"{where}service_tier is not a tier name ([a-z0-9_-], at most 32 "
+                                        "characters)")
     return tier
 
 
@@ -215,7 +216,7 @@ def _optimizer(value: Any) -> OptimizerCall | None:
         usage = normalise_usage(raw_usage, "optimizer.usage")
     except UsageError as exc:
         raise _Invalid(exc.reason, exc.detail) from None
-    return OptimizerCall(model, provider, usage)
+    return OptimizerCall(model, provider, usage, _service_tier(value.get("service_tier"), "optimizer."))
 
 
 def _response_cache(value: Any, flags: list[str]) -> str | None:

@@ -69,6 +69,7 @@ class OptimizerCall(msgspec.Struct, frozen=True, gc=False):
     model: str
     provider: str | None
     usage: Usage | None
+    service_tier: str | None = None  # as the provider billed the optimizer's call (``optimizer.service_tier``)
 
 
 def count_value(value: Any, where: str) -> int:

@@ -7,7 +7,10 @@ in every process for the same input:
 - ``tokens_saved_total`` sums a component's tokens over the rate ids it was
   priced under; ``component_usd_saved_total`` prices each part at its rates,
   exactly as ``usd_saved_total`` prices the cell's saving (float per part, so
-  the components add up to ``usd_saved_total`` to float rounding);
+  the components add up to ``usd_saved_total`` to float rounding). A saving
+  whose counterfactual crossed a prompt tier prices its tokens at the
+  counterfactual's input rate; the jump (``tier_jump``) comes from the cells
+  (``render.Exposition``) and is added by ``add_tier_jumps``;
 - the optimizer's tokens by tier and its spend at list prices.
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from exporter.engine.aggregate import ComponentKey, OptimizerKey
-from exporter.engine.cells import OPT_FRESH, OPTIMIZER_TIERS, UNPRICED, optimizer_spend
+from exporter.engine.cells import OPT_FRESH, OPTIMIZER_TIERS, UNPRICED, optimizer_spend, saved_rate
 from exporter.prices.table import PER_MILLION, PricedModel
 
 Labels = tuple[str, ...]
@@ -47,12 +50,20 @@ def component_dollars(components: Mapping[ComponentKey, int],
         if found is None:
             rates = rate_book[key.rate_id]
             factor, source = rates.factor(key.method)
-            found = pricing[(key.rate_id, key.method)] = (factor, rates.input, rates.version, source)
+            found = pricing[(key.rate_id, key.method)] = (factor, saved_rate(rates), rates.version, source)
         factor, rate, version, source = found
         # the arithmetic of usd_saved_total (cells.cell_dollars), so the floats agree with it
         _add(out, (key.month, key.model, key.tenant, key.component, key.method, version, source),
              tokens * factor * rate / PER_MILLION)
     return out
+
+
+def add_tier_jumps(dollars: dict[Labels, float | int],
+                   jumps: Mapping[Labels, float | int]) -> dict[Labels, float | int]:
+    """``component_dollars`` with the cells' tier jumps (component ``tier_jump``, same labels) added in."""
+    for labels, value in jumps.items():
+        _add(dollars, labels, value)
+    return dollars
 
 
 def optimizer_tokens(optimizer: Mapping[OptimizerKey, tuple[int, ...]]) -> dict[Labels, float | int]:

@@ -39,7 +39,7 @@ from exporter.engine.aggregate import (
     OptimizerKey,
     cell_dollars,
 )
-from exporter.engine.cells import populations
+from exporter.engine.cells import TIER_JUMP, populations, tier_jump
 from exporter.engine.gateway import GatewaySavings
 from exporter.exposition import breakdowns, gateway_series
 from exporter.exposition.lines import Family, LabelText
@@ -96,7 +96,7 @@ def check_health_samples(samples: Iterable[HealthSample]) -> None:
 _TOKEN_FIELDS = (REQUESTS, OUTPUT, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, WOULD_SAVE)
 _V_REQUESTS, _V_OUTPUT, _V_FRESH, _V_CACHE_READ, _V_WRITE_5M, _V_WRITE_1H, _V_WOULD_SAVE = range(7)
 _V_BASE_COMPACTED, _V_SENT_COMPACTED, _V_BASE_UNTOUCHED, _V_SENT_UNTOUCHED = range(7, 11)
-_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD = range(11, 16)
+_V_SPEND, _V_CACHE_SAVINGS, _V_CACHE_PREMIUM, _V_USD_SAVED, _V_WOULD_SAVE_USD, _V_TIER_JUMP = range(11, 17)
 
 SeriesKey = tuple[str, Labels]  # (metric name, label values)
 _REQUESTS, _OUTPUT = catalog.REQUESTS_TOTAL.name, catalog.OUTPUT_TOKENS_TOTAL.name
@@ -105,7 +105,9 @@ _SPEND, _CACHE_SAVINGS = catalog.SPEND_USD_TOTAL.name, catalog.CACHE_READ_SAVING
 _CACHE_PREMIUM = catalog.CACHE_WRITE_PREMIUM_USD_TOTAL.name
 _USD_SAVED, _WOULD_SAVE_USD = catalog.USD_SAVED_TOTAL.name, catalog.WOULD_HAVE_SAVED_USD_TOTAL.name
 _BASELINE, _SENT = catalog.BASELINE_INPUT_TOKENS_TOTAL.name, catalog.SENT_INPUT_TOKENS_TOTAL.name
-_PRICED = catalog.PRICED_REQUESTS_TOTAL.name
+_PRICED, _PRICED_SPEND = catalog.PRICED_REQUESTS_TOTAL.name, catalog.PRICED_SPEND_USD_TOTAL.name
+# the cells' tier jumps: summed like a family, rendered inside component_usd_saved_total (component tier_jump)
+_TIER_JUMP = catalog.COMPONENT_USD_SAVED_TOTAL.name + ":tier_jump"
 
 
 class Exposition:
@@ -169,10 +171,13 @@ class Exposition:
                 _factor, source = rates.factor(method)
                 provenance = (month, model, tenant, method, rates.version, source)
                 series += [((_USD_SAVED, provenance), _V_USD_SAVED), ((_WOULD_SAVE_USD, provenance), _V_WOULD_SAVE_USD)]
+                if rates.cliff_saved:  # a saving across a prompt tier: its jump is a component of its own
+                    series.append(((_TIER_JUMP, (month, model, tenant, TIER_JUMP, method, rates.version, source)),
+                                   _V_TIER_JUMP))
             if rates.tier or rates.service_tier or rates.window:  # v2 rates only: v1 cells add no series
                 priced_by = (month, model, rates.version, rates.tier or "base", rates.service_tier or "default",
                              rates.window or "none")
-                series.append(((_PRICED, priced_by), _V_REQUESTS))
+                series += [((_PRICED, priced_by), _V_REQUESTS), ((_PRICED_SPEND, priced_by), _V_SPEND)]
         members, value_index = self._members, self._value_index
         for entry, index in series:
             found_members = members.get(entry)
@@ -193,9 +198,10 @@ class Exposition:
             if key.rate_id < 0:  # unpriced: no dollar series
                 found = tokens
             else:
-                d = cell_dollars(cell, self._rate_book[key.rate_id], key.method)
+                rates = self._rate_book[key.rate_id]
+                d = cell_dollars(cell, rates, key.method)
                 found = (*tokens, d.spend, d.cache_read_savings, d.cache_write_premium, d.usd_saved,
-                         d.would_have_saved)
+                         d.would_have_saved, tier_jump(cell, rates) if rates.cliff_saved else 0.0)
             self._vectors[key] = found
         return found
 
@@ -295,8 +301,8 @@ class Exposition:
         self._update_sums(frame)
         one_to_one: dict[str, Iterable[tuple[Labels, float | int]]] = {
             catalog.TOKENS_SAVED_TOTAL.name: breakdowns.component_tokens(frame.components).items(),
-            catalog.COMPONENT_USD_SAVED_TOTAL.name: breakdowns.component_dollars(
-                frame.components, frame.rate_book).items(),
+            catalog.COMPONENT_USD_SAVED_TOTAL.name: breakdowns.add_tier_jumps(breakdowns.component_dollars(
+                frame.components, frame.rate_book), self._sums.get(_TIER_JUMP, {})).items(),
             catalog.OPTIMIZER_SPEND_USD_TOTAL.name: breakdowns.optimizer_dollars(
                 frame.optimizer, frame.rate_book).items(),
             catalog.OPTIMIZER_TOKENS_TOTAL.name: breakdowns.optimizer_tokens(frame.optimizer).items(),

@@ -78,6 +78,9 @@ PARAMS: tuple[Param, ...] = (
           "LlmSavingsRecordsRejected: percentage of the records read over 15 minutes that may be rejected."),
     Param("recordsRejectedFor", "15m", "duration", "LlmSavingsRecordsRejected: how long the share may stay above."),
     Param("unpricedModelFor", "15m", "duration", "LlmSavingsUnpricedModel: how long unpriced requests may arrive."),
+    Param("unknownServiceTierFor", "15m", "duration",
+          "LlmSavingsUnknownServiceTier: how long records of a service tier the price table does not list may "
+          "arrive."),
     Param("priceTableStaleDays", 90, "number",
           "LlmSavingsPriceTableStale: age in days of the newest price version before the alert."),
     Param("priceTableStaleFor", "1h", "duration", "LlmSavingsPriceTableStale: how long the table may stay that old."),

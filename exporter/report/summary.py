@@ -271,6 +271,8 @@ def _counts(table: Mapping[Any, int], month: str, name_at: int) -> tuple[Count, 
 def _components(counted: dict[str, int], dollars: Mapping[str, float] | None) -> tuple[ComponentRow, ...]:
     rows = [ComponentRow(name, saved, None if dollars is None else float(dollars.get(name, 0.0)))
             for name, saved in counted.items()]
+    # dollars no tokens were counted for: tier_jump (a saving's jump across a prompt tier)
+    rows += [ComponentRow(name, 0, float(usd)) for name, usd in (dollars or {}).items() if name not in counted]
     return tuple(sorted(rows, key=lambda r: (-(r.usd_saved or 0.0), -r.tokens_saved, r.name)))
 
 

@@ -217,6 +217,10 @@ def test_token_stats_are_split_by_count_method(boards: dict[str, dict[str, Any]]
 # The optimizer's counters carry the optimizer's model, not the request's: the model variable does
 # not apply to them, nor to net savings (dollars saved on every model minus the optimizer's spend).
 NOT_BY_MODEL = {"Net savings (saved - optimizer spend)"}
+# The priced counters (priced_requests_total, priced_spend_usd_total) have no tenant label: their shares are of
+# every tenant's requests and spend, so the totals they divide by must not be filtered by tenant either.
+NOT_BY_TENANT = {"Share of requests priced at a prompt tier or service tier",
+                 "Share of spend priced at a prompt tier or service tier"}
 
 
 def test_savings_panels_are_filtered_by_the_variables(boards: dict[str, dict[str, Any]]) -> None:
@@ -230,7 +234,9 @@ def test_savings_panels_are_filtered_by_the_variables(boards: dict[str, dict[str
                     assert 'model=~"$model"' not in expr, f"{title}: {metric} filtered by the request's model"
                 elif "model" in labels:
                     assert 'model=~"$model"' in expr, f"{title}: {metric} not filtered by model"
-                if "tenant" in labels:
+                if "tenant" in labels and title in NOT_BY_TENANT:
+                    assert 'tenant=~"$tenant"' not in expr, f"{title}: {metric} filtered by tenant"
+                elif "tenant" in labels:
                     assert 'tenant=~"$tenant"' in expr, f"{title}: {metric} not filtered by tenant"
                 if "month" in labels and "rate(" not in expr:
                     assert '"$month' in expr, (
@@ -423,6 +429,46 @@ def test_saved_percent_ratio_component_and_net_panels_compute_the_figures(
                             for text, (_, value) in zip(labels, expected, strict=True)],
         })
     path = tmp_path / "panels.test.yaml"
+    path.write_text(yaml.safe_dump({
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": case["input_series"], "promql_expr_test": checks}],
+    }))
+    result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# The Provenance dashboard's tier shares over the series of the first case of
+# rules/tests/llm-savings.provenance.test.yaml: the values its recording rules give (worked out there).
+TIER_SHARE_PANELS: dict[str, list[list[tuple[dict[str, str], float]]]] = {
+    "Share of requests priced at a prompt tier or service tier": [
+        [({"month": "2026-11", "tier": "above_200000"}, 0.21)],
+        [({"month": "2026-11", "service_tier": "batch"}, 0.2), ({"month": "2026-11", "service_tier": "unknown"}, 0.04)],
+    ],
+    "Share of spend priced at a prompt tier or service tier": [
+        [({"month": "2026-11", "tier": "above_200000"}, 0.32)],
+        [({"month": "2026-11", "service_tier": "batch"}, 0.1), ({"month": "2026-11", "service_tier": "unknown"}, 0.02)],
+    ],
+}
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_tier_share_panels_compute_what_the_rules_record(boards: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """The panels read the counters (no rules needed) and give the recording rules' shares, by promtool's engine."""
+    source = yaml.safe_load((ROOT / "rules" / "tests" / "llm-savings.provenance.test.yaml").read_text())
+    case = source["tests"][0]
+    values = {"month": "2026-11", "tenant": ".*", "model": ".*", "cluster": ".*", "namespace": ".*",
+              "job": "llm-savings-exporter"}
+    exprs: dict[str, list[str]] = {}
+    for title, expr in dashboard_exprs(boards["llm-savings-provenance.json"]):
+        exprs.setdefault(title, []).append(expr)
+    checks = []
+    for title, per_target in TIER_SHARE_PANELS.items():
+        assert len(exprs[title]) == len(per_target)
+        for expr, expected in zip(exprs[title], per_target, strict=True):
+            checks.append({"expr": substitute(expr, values), "eval_time": "5m", "exp_samples": [
+                {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(want.items())) + "}", "value": value}
+                for want, value in expected]})
+    path = tmp_path / "tiers.test.yaml"
     path.write_text(yaml.safe_dump({
         "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": case["input_series"], "promql_expr_test": checks}],

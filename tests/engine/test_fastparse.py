@@ -34,6 +34,9 @@ usage_blocks = st.one_of(
     st.dictionaries(st.text(max_size=5), counts, max_size=3),
     st.integers(),
 )
+service_tiers = st.one_of(st.none(), st.sampled_from(["flex", "Priority", "batch", "", "default", "a" * 33,
+                                                     "has space", "scale-1_x"]),
+                          st.text(max_size=6), st.integers(), st.booleans())
 records = st.fixed_dictionaries(
     {},
     optional={
@@ -57,9 +60,10 @@ records = st.fixed_dictionaries(
         "requested_model": st.one_of(st.none(), st.sampled_from(["gpt-4o", "gpt-4o-mini", ""]), st.integers()),
         "source_flags": st.one_of(st.just(["response_cache_hit"]), st.lists(st.sampled_from(
             ["response_cache_hit", "usage_no_cache_ttl", "made_up"]), max_size=2), st.integers()),
-        "service_tier": st.one_of(st.none(), st.sampled_from(["flex", "Priority", "batch", "", "default", "a" * 33,
-                                                              "has space", "scale-1_x"]),
-                                  st.text(max_size=6), st.integers(), st.booleans()),
+        "service_tier": service_tiers,
+        "optimizer": st.one_of(st.none(), st.integers(), st.fixed_dictionaries(
+            {"model": st.sampled_from(["gpt-4o-mini", ""]), "usage": usage_blocks},
+            optional={"provider": labels, "service_tier": service_tiers})),
     },
 )
 
@@ -82,6 +86,26 @@ def test_service_tier_is_read_alike_on_both_paths(value: str, expected: str | No
     reference = parse_object(orjson.loads(line))
     assert isinstance(reference, Record) and fast == reference
     assert reference.service_tier == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [("flex", "flex"), ("PRIORITY", "priority"), ("", None)])
+def test_optimizer_service_tier_is_read_alike_on_both_paths(value: str, expected: str | None) -> None:
+    line = json.dumps({"ts": 1_760_000_000, "model": "m", "optimizer": {
+        "model": "o", "service_tier": value, "usage": {"prompt_tokens": 5, "completion_tokens": 1}}}).encode()
+    fast = fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS)
+    reference = parse_object(orjson.loads(line))
+    assert isinstance(reference, Record) and fast == reference
+    assert reference.optimizer is not None and reference.optimizer.service_tier == expected
+
+
+@pytest.mark.parametrize("value", ["a" * 33, "flex tier", 3])
+def test_a_bad_optimizer_service_tier_is_refused_with_a_reason(value: Any) -> None:
+    line = json.dumps({"ts": 1_760_000_000, "model": "m", "optimizer": {
+        "model": "o", "service_tier": value, "usage": {"prompt_tokens": 5, "completion_tokens": 1}}}).encode()
+    assert fast_parse(line, Record, parse_ts, MAX_EPOCH_SECONDS) is None
+    reference = parse_object(orjson.loads(line))
+    assert isinstance(reference, Rejection) and reference.reason == "invalid_field"
+    assert "optimizer.service_tier" in reference.detail
 
 
 @pytest.mark.parametrize("value", ["a" * 33, "flex tier", "fléx", 3, ["flex"]])

@@ -9,13 +9,16 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.engine.cells import cell_dollars
+from exporter.engine.cells import cell_dollars, exact_cell_dollars, exact_saved_usd, exact_tier_jump
 from exporter.engine.pipeline import Pipeline
+from exporter.exposition.render import Exposition
 from exporter.prices.table import PricedModel, parse_price_table
 from exporter.prices.tiers import UsageTiers, bill
+from tests.support.processes import by_label, samples
 
 TABLE = """\
 schema: llm-savings-prices/v2
@@ -162,3 +165,99 @@ def test_tiered_totals_are_order_independent_and_savings_never_negative(draws, r
     assert totals[MONTH]["would_have_saved_usd"] >= 0
     restored = type(first.aggregates).from_state(json.loads(json.dumps(first.aggregates.to_state())))
     assert restored.month_totals() == totals
+
+
+def _by_component(pipeline: Pipeline) -> dict[str, float]:
+    parsed = samples(Exposition(pipeline.month_of.start).render(pipeline.aggregates, []).decode())
+    return by_label(parsed, "llm_savings_component_usd_saved_total", "component")
+
+
+def test_components_of_a_saving_across_the_tier_get_the_marginal_rate_and_the_jump_apart():
+    # 250k -> 150k tokens: the counterfactual is billed at the upper tier (2.5 in, 15 out), the actual at the base
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="a", tokens_before=250_000, tokens_after=150_000, count_method="provider",
+                               components=[{"name": "trim_history", "tokens_saved": 60_000}],
+                               usage={"promptTokenCount": 150_000, "candidatesTokenCount": 1_000}))
+    totals = pipeline.aggregates.month_totals()[MONTH]
+    # 60k and 40k saved tokens at the counterfactual's 2.5 $/M; the jump: 150k x (2.5 - 1.25) + 1k x (15 - 10)
+    assert totals["usd_saved_by_component"] == {"trim_history": 0.15, "unattributed": 0.1, "tier_jump": 0.1925}
+    assert totals["usd_saved"] == 0.4425  # bill(250k in, 1k out at the tier) - bill(150k in, 1k out at base)
+    assert sum(Fraction(str(v)) for v in totals["usd_saved_by_component"].values()) == Fraction("0.4425")
+    assert totals["tokens_saved_by_component"] == {"trim_history": 60_000, "unattributed": 40_000}  # no jump tokens
+    metrics = _by_component(pipeline)
+    assert metrics.keys() == {"trim_history", "unattributed", "tier_jump"}
+    for name, usd in (("trim_history", 0.15), ("unattributed", 0.1), ("tier_jump", 0.1925)):
+        assert math.isclose(metrics[name], usd, rel_tol=1e-12)
+
+
+def test_a_saving_within_one_tier_has_no_jump():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="a", tokens_before=150_000, tokens_after=100_000, count_method="provider",
+                               usage={"promptTokenCount": 100_000, "candidatesTokenCount": 1_000}))
+    totals = pipeline.aggregates.month_totals()[MONTH]
+    assert totals["usd_saved_by_component"] == {"unattributed": 0.0625}  # 50k x 1.25 $/M
+    assert _by_component(pipeline).keys() == {"unattributed"}
+
+
+components = st.lists(st.tuples(st.sampled_from(["a", "b", "tier_jump"]), st.integers(0, 200_000)), max_size=3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400_000), st.integers(0, 5_000), st.integers(0, 400_000),
+                          st.integers(0, 400_000), components, st.sampled_from(["provider", "tiktoken:o200k_base"])),
+                min_size=1, max_size=10))
+def test_components_sum_to_usd_saved_with_tiers(draws):
+    pipeline = _pipeline()
+    for index, (prompt, output, before, after, parts, method) in enumerate(draws):
+        pipeline.ingest_line(_line(request_id=str(index), tokens_before=before, tokens_after=after,
+                                   count_method=method,
+                                   components=[{"name": n, "tokens_saved": t} for n, t in parts],
+                                   usage={"promptTokenCount": prompt, "candidatesTokenCount": output}))
+    agg = pipeline.aggregates
+    exact = Fraction(0)
+    for key, cell, rates in agg.priced_cells():
+        if rates is not None and key.method:
+            exact += exact_cell_dollars(cell, rates, key.method).usd_saved
+    by_component = Fraction(0)
+    for key, tokens in agg.components.items():
+        by_component += exact_saved_usd(tokens, agg.rate_book[key.rate_id], key.method)
+    by_component += sum((exact_tier_jump(cell, rates) for key, cell, rates in agg.priced_cells()
+                         if rates is not None and key.method), Fraction(0))
+    assert by_component == exact  # exactly: the components and the jump are usd_saved
+    totals = agg.month_totals()
+    if MONTH in totals:
+        assert math.isclose(sum(totals[MONTH]["usd_saved_by_component"].values()), totals[MONTH]["usd_saved"],
+                            rel_tol=1e-9, abs_tol=1e-12)
+        metrics = _by_component(pipeline)
+        assert math.isclose(sum(metrics.values()), totals[MONTH]["usd_saved"], rel_tol=1e-9, abs_tol=1e-12)
+        assert all(value >= 0 for value in metrics.values())
+
+
+def _optimizer_spend(call: dict[str, Any]) -> tuple[float, dict[tuple[str, str], int]]:
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="o", model="gpt-4o", tokens_before=2_000, tokens_after=1_000,
+                               count_method="provider", optimizer={"model": "gemini-2.5-pro", **call}))
+    return pipeline.aggregates.month_totals()[MONTH]["optimizer_spend_usd"], pipeline.aggregates.flagged
+
+
+@pytest.mark.parametrize(("call", "usd", "flagged"), [
+    # a 250k prompt is billed whole at the upper tier, and batch halves that: 250k x 1.25 + 1k x 7.5
+    ({"service_tier": "batch", "usage": {"promptTokenCount": 250_000, "candidatesTokenCount": 1_000}}, 0.32, {}),
+    # the upper tier, default service: 250k x 2.5 + 1k x 15
+    ({"usage": {"promptTokenCount": 250_000, "candidatesTokenCount": 1_000}}, 0.64, {}),
+    # under the threshold, base rates: 100k x 1.25 + 1k x 10
+    ({"service_tier": "DEFAULT", "usage": {"promptTokenCount": 100_000, "candidatesTokenCount": 1_000}}, 0.135, {}),
+    # a tier the model does not list: base rates, flagged
+    ({"service_tier": "flex", "usage": {"promptTokenCount": 1_000, "candidatesTokenCount": 0}}, 0.00125,
+     {(MONTH, "unknown_service_tier"): 1}),
+])
+def test_optimizer_calls_are_priced_by_their_prompt_tier_and_service_tier(call, usd, flagged):
+    assert _optimizer_spend(call) == (usd, flagged)
+
+
+def test_a_bad_optimizer_service_tier_is_refused_naming_the_field():
+    pipeline = _pipeline()
+    pipeline.ingest_line(_line(request_id="o", optimizer={"model": "gemini-2.5-pro", "service_tier": "no way",
+                                                          "usage": {"promptTokenCount": 1}}))
+    assert pipeline.last_rejection == "invalid_field"
+    assert pipeline.aggregates.optimizer == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from exporter.engine.pipeline import Pipeline
@@ -40,3 +41,21 @@ def test_v1_rates_add_no_series():
     pipeline = Pipeline(parse_price_table(V1, "t.yaml"))
     pipeline.ingest_line(_line(request_id="1", usage={"promptTokenCount": 300_000, "candidatesTokenCount": 1}))
     assert _samples(Exposition(pipeline.month_of.start).render(pipeline.aggregates, []).decode()) == {}
+
+
+def test_priced_spend_is_the_spend_of_those_requests_by_the_same_labels():
+    pipeline = Pipeline(parse_price_table(TABLE, "t.yaml"))
+    pipeline.ingest_lines([
+        _line(request_id="1", usage={"promptTokenCount": 300_000, "candidatesTokenCount": 2}),
+        _line(request_id="2", usage={"promptTokenCount": 300_000, "candidatesTokenCount": 2}, service_tier="batch"),
+        _line(request_id="3", usage={"promptTokenCount": 1_000, "candidatesTokenCount": 2}),  # base: no series
+    ])
+    text = Exposition(pipeline.month_of.start).render(pipeline.aggregates, []).decode()
+    spend = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"^llm_savings_priced_spend_usd_total(\{.*\}) (\S+)$", text, re.M)}
+    common = 'month="2025-07",model="gemini-2.5-pro",price_version="2025-06-17",tier="above_200000"'
+    # above 200k: 300k x 2.5 + 2 x 15 per million; batch halves both rates
+    assert spend == {"{" + common + ',service_tier="default",window="none"}': 0.75003,
+                     "{" + common + ',service_tier="batch",window="none"}': 0.375015}
+    total = sum(float(m.group(1)) for m in re.finditer(r"^llm_savings_spend_usd_total\{.*\} (\S+)$", text, re.M))
+    assert math.isclose(total, 0.75003 + 0.375015 + (1_000 * 1.25 + 2 * 10) / 1e6, rel_tol=1e-12)

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import parse_price_table
 from exporter.report.summary import COMPONENT_USD_KEY, OPTIONAL_KEYS, Count, MonthSummary, Report, build_report
+from tests.engine.test_tiered_pricing import MONTH as TIERED_MONTH
+from tests.engine.test_tiered_pricing import TABLE as TIERED_TABLE
+from tests.engine.test_tiered_pricing import _line as tiered_line
 from tests.report.conftest import PRICES, line
 
 TABLE = parse_price_table(PRICES, "test-prices.yaml")
@@ -161,3 +164,16 @@ def test_populations_when_the_engine_counts_baselines(counted: Callable[[list[by
     assert compacted == ("compacted", 1200, 700, pytest.approx(500 / 1200), pytest.approx(1200 / 700))
     assert untouched == ("untouched", 500, 500, 0.0, 1.0)
     assert everything == ("all", 1700, 1200, pytest.approx(500 / 1700), pytest.approx(1700 / 1200))
+
+
+def test_a_saving_across_a_prompt_tier_lists_its_tier_jump_as_a_component() -> None:
+    pipeline = Pipeline(parse_price_table(TIERED_TABLE, "t.yaml"))
+    pipeline.ingest_line(tiered_line(
+        request_id="a", tokens_before=250_000, tokens_after=150_000, count_method="provider",
+        components=[{"name": "trim_history", "tokens_saved": 60_000}],
+        usage={"promptTokenCount": 150_000, "candidatesTokenCount": 1_000}))
+    focus = _report(pipeline, TIERED_MONTH).focus
+    assert focus is not None
+    # 150k x (2.5 - 1.25) + 1k x (15 - 10) per million; the saved tokens at the upper tier's 2.5
+    assert [(c.name, c.tokens_saved, c.usd_saved) for c in focus.by_component] == [
+        ("tier_jump", 0, 0.1925), ("trim_history", 60_000, 0.15), ("unattributed", 40_000, 0.1)]

@@ -60,6 +60,19 @@ def group(cfg: Values) -> Group:
             "until the price table (or an alias) covers the model.",
         ),
         Alert(
+            "LlmSavingsUnknownServiceTier",
+            fill("sum by (%(clusterLabel)s, job, instance) (increase(llm_savings_records_flagged_total"
+                 '{%(jobSelector)s, flag="unknown_service_tier"}[1h])) > 0', cfg),
+            cfg["unknownServiceTierFor"], "warning",
+            "{{ $labels.instance }} prices requests of an unknown service tier at default rates",
+            "{{ $labels.instance }} counted records whose service_tier (or their optimizer call's) the price "
+            "table does not list for their model (flag unknown_service_tier). They are priced at the model's "
+            "base rates, so their spend and savings are those of the default tier: overstated for batch or "
+            "flex, understated for priority, until the price table lists the tier.",
+            "Records priced at default rates because their service tier is unknown\n"
+            "(llm_savings_priced_requests_total{service_tier=\"unknown\"} says which model).",
+        ),
+        Alert(
             "LlmSavingsPriceTableStale",
             fill("time() - max by (%(clusterLabel)s, job, instance) "
                  "(llm_savings_price_table_newest_effective_timestamp_seconds{%(jobSelector)s}) "

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from exporter.mixin.config import Values
 from exporter.mixin.model import Group
-from exporter.mixin.rules import compression, kinds, month_to_date, rates
+from exporter.mixin.rules import compression, kinds, month_to_date, provenance, rates
 
 GROUPS: tuple[Callable[[Values], Group], ...] = (month_to_date.group, rates.group, compression.group,
-                                                 kinds.group)
+                                                 kinds.group, provenance.group)

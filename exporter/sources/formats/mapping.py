@@ -10,7 +10,7 @@ What this module promises: the file is validated at load (messages name file,
 line and key, via ``exporter.yamlpos``) and compiled once; ``Mapping.apply``
 is pure and never raises: what it cannot find it leaves out, and
 ``records.parse_object`` rejects a record that lacks ``ts`` or ``model`` with
-the usual reasons. The ``optimizer.*`` fields (``model``, ``provider``, ``usage``) build the
+the usual reasons. The ``optimizer.*`` fields (``model``, ``provider``, ``service_tier``, ``usage``) build the
 record's ``optimizer`` object (the optimizer's own spend); ``optimizer``
 alone maps a whole object. Values are copied as they are (a string count stays a
 string and is rejected by the record parser), so nothing is silently coerced.
@@ -36,7 +36,7 @@ RESPONSE_CACHE_KINDS = ("exact", "semantic", "unspecified")
 TEXT_FIELDS = frozenset({"text_before", "text_after"})
 LIST_FIELDS = frozenset({"components", "messages_before", "messages_after"})
 # the record's ``optimizer`` object, whole or by its keys (``optimizer.model`` -> optimizer["model"])
-OPTIMIZER_LABELS = frozenset({"optimizer.model", "optimizer.provider"})
+OPTIMIZER_LABELS = frozenset({"optimizer.model", "optimizer.provider", "optimizer.service_tier"})
 OBJECT_FIELDS = frozenset({"usage", "optimizer", "optimizer.usage"})
 FIELDS = frozenset({"ts", *OBJECT_FIELDS, *COUNT_FIELDS, *LABEL_FIELDS, *OPTIMIZER_LABELS, *TEXT_FIELDS,
                     *LIST_FIELDS})

@@ -56,6 +56,7 @@ SAVINGS_COUNT_KEYS = (S_BEFORE, S_AFTER, S_WOULD)
 # tokens including cache reads, as an OpenAI-chat block.
 S_OPT_MODEL = "llm_savings.optimizer.model"
 S_OPT_PROVIDER = "llm_savings.optimizer.provider"
+S_OPT_SERVICE_TIER = "llm_savings.optimizer.service_tier"  # the tier the optimizer's call was billed at
 S_OPT_INPUT = "llm_savings.optimizer.input_tokens"
 S_OPT_OUTPUT = "llm_savings.optimizer.output_tokens"
 S_OPT_CACHE_READ = "llm_savings.optimizer.cache_read_tokens"

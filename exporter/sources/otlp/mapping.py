@@ -34,7 +34,7 @@ Fields:
 - ``tokens_before``, ``tokens_after``, ``would_have_saved``, ``count_method``:
   the ``llm_savings.*`` attributes, on any span.
 - ``optimizer`` (the optimizer's own spend): ``llm_savings.optimizer.model``
-  (and ``.provider``) with ``.input_tokens`` (cache reads included),
+  (and ``.provider``, ``.service_tier``) with ``.input_tokens`` (cache reads included),
   ``.cache_read_tokens`` and ``.output_tokens``, on the same span.
 - ``service_tier``, ``response_cache``, ``requested_model``: ``exporter.sources.otlp.gateway``.
 - ``source_dialect``: the dialect's name (``llm_savings`` when none claims the span).
@@ -74,6 +74,7 @@ from exporter.sources.otlp.attributes import (
     S_OPT_MODEL,
     S_OPT_OUTPUT,
     S_OPT_PROVIDER,
+    S_OPT_SERVICE_TIER,
     S_REQUEST_ID,
     S_WOULD,
     BadValue,
@@ -320,6 +321,9 @@ def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
     provider = read_string(attrs, S_OPT_PROVIDER)
     if provider is not None:
         block["provider"] = normalise_provider(provider)
+    tier = read_string(attrs, S_OPT_SERVICE_TIER)
+    if tier is not None:  # the record parser checks it is a tier name
+        block["service_tier"] = tier
     return block
 
 

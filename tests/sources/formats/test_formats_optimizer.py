@@ -71,3 +71,12 @@ def test_mapping_constants_of_the_wrong_type_are_refused_at_load(field: str, val
     text = f"schema: llm-savings-mapping/v1\nfields:\n  ts: t\n  model: m\n  {field}: {{value: {value!r}}}\n"
     with pytest.raises(MappingError, match=message):
         parse_mapping(text, "m.yaml")
+
+
+def test_mapping_maps_the_optimizer_s_service_tier() -> None:
+    mapping = parse_mapping(MAPPING + '  optimizer.service_tier: compressor.tier\n', "m.yaml")
+    line = {"time": "2026-11-03T10:00:00Z", "route": {"model": "gpt-4o"},
+            "compressor": {"usage": BLOCK["usage"], "tier": "batch"}}
+    record = parse_object(mapping.apply(line))
+    assert isinstance(record, Record)
+    assert record.optimizer == OptimizerCall("gpt-4o-mini", "openai", CALL.usage, "batch")

@@ -56,3 +56,12 @@ def test_through_the_real_sdk_and_protobuf() -> None:
     record = parse_object(result.records[0])
     assert isinstance(record, Record) and record.optimizer is not None
     assert record.optimizer.usage == Usage(1000, 200, 0, 0, 80, "openai_chat")
+
+
+def test_the_optimizer_s_service_tier_rides_along() -> None:
+    outcome = map_span(view({**SAVINGS, **OPTIMIZER, "llm_savings.optimizer.service_tier": "Flex"}))
+    assert isinstance(outcome, Mapped)
+    record = parse_object(outcome.record)
+    assert isinstance(record, Record) and record.optimizer is not None
+    assert record.optimizer.service_tier == "flex"
+    assert record.service_tier is None  # the request's own tier is apart
