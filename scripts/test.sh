@@ -13,6 +13,6 @@ fi
 .venv/bin/python -m pytest
 # Naive timestamps are UTC: code that read them as local time passes on a UTC machine (CI's
 # clock) and fails only elsewhere. Pacific/Chatham: UTC+12:45/+13:45, an odd offset with DST.
-TZ=Pacific/Chatham .venv/bin/python -m pytest -m "not e2e" -q -p no:cacheprovider
+TZ=Pacific/Chatham .venv/bin/python -m pytest -m "not e2e and not slow" -q -p no:cacheprovider
 # a fixed-seed sample of the mutants the last full mutation run killed must still be killed
 scripts/mutation.sh sample

@@ -19,6 +19,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import genai_prices
+import pytest
 from genai_prices import data_snapshot
 
 from exporter.cli.main import main
@@ -155,6 +156,7 @@ def test_one_table_of_every_provider_prices_every_model_as_calc_price() -> None:
                                   + "\n".join(tally.mismatches[:20]))
 
 
+@pytest.mark.slow  # two loads of a 22 MB table: a minute or more; outside the fast loop
 def test_the_full_import_loads_and_validates(tmp_path, capsys) -> None:
     """Every provider, every model, all history: written through the loader, and ``prices validate`` accepts it."""
     out = tmp_path / "genai.yaml"
