@@ -8,6 +8,7 @@ what the sidecar would.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Literal, NamedTuple
 
 SkipReason = Literal["line_too_long", "nul_bytes"]
@@ -24,6 +25,46 @@ class TailEvent(NamedTuple):
     offset: int
     end: int
     skipped: SkipReason | None = None
+
+
+class TailBatch(NamedTuple):
+    """Complete lines of one file read together (or one skipped line): what the sidecar feeds at once.
+
+    One batch per read instead of an event per line: the lines are split out of the chunk
+    in one go and handed to the pipeline as one list. ``lines`` hold the contents (no
+    newline, no trailing ``\\r``, never blank); ``offset`` is where the first starts,
+    ``end`` the resume offset after the last. ``starts``/``ends`` hold each line's own
+    offsets when the lines went through :func:`normalise_line` (a CR, a NUL, a blank or
+    long line in the chunk); None when the lines are exactly the newline-separated bytes
+    from ``offset`` to ``end`` (the common case: offsets are then worked out only when
+    needed, e.g. to log where a rejected line starts). A skipped line has ``skipped`` set
+    and no ``lines``.
+    """
+
+    path: str
+    lines: list[bytes]
+    offset: int
+    end: int
+    starts: list[int] | None = None
+    ends: list[int] | None = None
+    skipped: SkipReason | None = None
+
+    def line_starts(self) -> list[int]:
+        """Where each line starts (byte offset in its file)."""
+        if self.starts is not None:
+            return self.starts
+        starts = list(accumulate((len(line) + 1 for line in self.lines), initial=self.offset))
+        starts.pop()
+        return starts
+
+    def events(self) -> list[TailEvent]:
+        """The same lines as one :class:`TailEvent` each (what ``Tailer.poll`` returns)."""
+        path = self.path
+        if self.skipped is not None:
+            return [TailEvent(path, b"", self.offset, self.end, self.skipped)]
+        starts = self.line_starts()
+        ends = self.ends if self.ends is not None else [*starts[1:], self.end]
+        return [TailEvent(path, line, start, end) for line, start, end in zip(self.lines, starts, ends, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
