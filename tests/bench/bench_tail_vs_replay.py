@@ -16,7 +16,9 @@ this one process and alternating, ``--rounds`` times:
   generation is written, then tailed) and *follow* (``--write-lines`` lines are
   written, tailed until caught up, and so on: many small reads, as behind a
   live gateway). Only the tailing is timed; the writes are not.
-* **replay**: ``replay_files`` over the same rotated files, oldest first.
+* **replay**: ``replay_files`` over the same rotated files, oldest first, one
+  right after it was tailed (the two alternate every generation, so both run
+  under the same load on a shared machine).
 
 Both feed the pipeline ``replay`` builds (``replay_pipeline``: same prices,
 same decoder, same ledger kind), so the difference is the tailer and dispatch.
@@ -39,14 +41,14 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from exporter.engine.pipeline import Pipeline  # noqa: E402
-from exporter.prices.table import load_price_table  # noqa: E402
-from exporter.replay.replay import replay_files, replay_pipeline  # noqa: E402
-from exporter.sidecar.config import Config, SourceConfig  # noqa: E402
-from exporter.sidecar.sources import SourceRunner  # noqa: E402
-from exporter.sources.formats.registry import make_line_decoder  # noqa: E402
-from exporter.sources.tail import Tailer  # noqa: E402
-from tests.bench.bench_replay import PRICES, generate  # noqa: E402
+from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import load_price_table
+from exporter.replay.replay import replay_files, replay_pipeline
+from exporter.sidecar.config import Config, SourceConfig
+from exporter.sidecar.sources import SourceRunner
+from exporter.sources.formats.registry import make_line_decoder
+from exporter.sources.tail import Tailer
+from tests.bench.bench_replay import PRICES, generate
 
 TARGET = 1.2
 SLICE = Config().ingest_slice_lines
@@ -75,18 +77,21 @@ def _generations(lines: list[bytes], rotations: int) -> list[list[bytes]]:
     return [lines[i : i + size] for i in range(0, len(lines), size)]
 
 
-def tail_run(directory: Path, generations: list[list[bytes]], write_lines: int | None) -> Run:
-    """Tail the generations as they are written and rotated; time only the tailing."""
+def paired_run(directory: Path, generations: list[list[bytes]], write_lines: int | None) -> tuple[Run, Run]:
+    """Tail the generations as they are written and rotated, and replay each generation's file
+    right after it was tailed (so both see the same load); time only the tailing and the replay."""
     pipeline = _pipeline()
     decoder = make_line_decoder("canonical", counter=pipeline.counter)
+    replayed = _pipeline()
+    replay_decoder = make_line_decoder("canonical", counter=replayed.counter)
     live = directory / "app.log"
     live.touch()
     config = SourceConfig(name="bench", paths=(str(directory / "app.log*"),), watch=False)
     tailer = Tailer(config.paths, max_line_bytes=config.max_line_bytes, use_watchdog=False,
                     source_name=config.name)
     runner = SourceRunner(config, tailer, decoder)
-    cpu = 0.0
-    seen = 0
+    tail_cpu = replay_cpu = 0.0
+    tailed = replay_lines = 0
 
     def catch_up() -> int:
         got = 0
@@ -103,27 +108,22 @@ def tail_run(directory: Path, generations: list[list[bytes]], write_lines: int |
         for i in range(0, len(generation), step):
             os.write(fd, b"".join(generation[i : i + step]))
             started = time.process_time()
-            seen += catch_up()
-            cpu += time.process_time() - started
+            tailed += catch_up()
+            tail_cpu += time.process_time() - started
         os.close(fd)
+        done = live
         if number + 1 < len(generations):
-            os.rename(live, directory / f"app.log.{number + 1}")
+            done = directory / f"app.log.{number + 1}"
+            os.rename(live, done)
             live.touch()
-    started = time.process_time()
-    seen += catch_up()  # the last rename's successor, and anything left
-    cpu += time.process_time() - started
+        started = time.process_time()
+        tailed += catch_up()  # after the rename: the old file's last look, the new file found
+        tail_cpu += time.process_time() - started
+        started = time.process_time()
+        replay_lines += replay_files([str(done)], replayed, replay_decoder)
+        replay_cpu += time.process_time() - started
     tailer.close()
-    return Run(cpu, seen, _counted(pipeline))
-
-
-def replay_run(directory: Path, count: int) -> Run:
-    """Replay the rotated files oldest first (app.log.1 ... app.log)."""
-    paths = [str(directory / f"app.log.{n}") for n in range(1, count)] + [str(directory / "app.log")]
-    pipeline = _pipeline()
-    decoder = make_line_decoder("canonical", counter=pipeline.counter)
-    started = time.process_time()
-    lines = replay_files(paths, pipeline, decoder)
-    return Run(time.process_time() - started, lines, _counted(pipeline))
+    return Run(tail_cpu, tailed, _counted(pipeline)), Run(replay_cpu, replay_lines, _counted(replayed))
 
 
 def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | None,
@@ -134,8 +134,7 @@ def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | 
     replays: list[float] = []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as d:
-            tail = tail_run(Path(d), generations, write_lines)
-            again = replay_run(Path(d), len(generations))
+            tail, again = paired_run(Path(d), generations, write_lines)
         if tail.lines != len(lines) or again.lines != len(lines):
             raise SystemExit(f"{label}: lines seen tail {tail.lines}, replay {again.lines}, written {len(lines)}")
         if tail.totals != again.totals:
