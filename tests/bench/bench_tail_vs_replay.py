@@ -126,15 +126,32 @@ def paired_run(directory: Path, generations: list[list[bytes]], write_lines: int
     return Run(tail_cpu, tailed, _counted(pipeline)), Run(replay_cpu, replay_lines, _counted(replayed))
 
 
+def tailer_only(directory: Path, batches: bool) -> float:
+    """CPU per line of the tailer alone over the rotated files (no pipeline): ``poll_batches``, or
+    ``poll`` (a TailEvent per line, as the sidecar took them before batches)."""
+    tailer = Tailer([str(directory / "app.log*")], use_watchdog=False)
+    poll = tailer.poll_batches if batches else tailer.poll
+    started = time.process_time()
+    while poll(SLICE):
+        pass
+    cpu = time.process_time() - started
+    lines = tailer.stats().lines_read
+    tailer.close()
+    return cpu / lines * 1e6
+
+
 def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | None,
             label: str, out: Callable[[str], None] = print) -> float:
     """Alternate tail and replay ``rounds`` times; print and return the median CPU-per-line ratio."""
     generations = _generations(lines, rotations)
     tails: list[float] = []
     replays: list[float] = []
+    alone: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as d:
             tail, again = paired_run(Path(d), generations, write_lines)
+            for batches in (True, False):
+                alone[batches].append(tailer_only(Path(d), batches))
         if tail.lines != len(lines) or again.lines != len(lines):
             raise SystemExit(f"{label}: lines seen tail {tail.lines}, replay {again.lines}, written {len(lines)}")
         if tail.totals != again.totals:
@@ -146,6 +163,9 @@ def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | 
     out(f"tail vs replay ({label}): tail {t:.2f} us/line, replay {r:.2f} us/line, ratio {ratio:.2f} "
         f"(target <= {TARGET}; {len(lines):,} lines, {rotations} rotations, medians of {rounds}; "
         f"rounds tail {', '.join(f'{x:.2f}' for x in tails)} / replay {', '.join(f'{x:.2f}' for x in replays)})")
+    batched, per_event = statistics.median(alone[True]), statistics.median(alone[False])
+    out(f"  the tailer alone ({label}, no pipeline): poll_batches {batched:.2f} us/line "
+        f"({batched / r:.1%} of replay's line), poll with a TailEvent per line {per_event:.2f} us/line")
     return ratio
 
 
