@@ -109,6 +109,30 @@ class TailStats:
         return sum(f.bytes_behind for f in self.files)
 
 
+def whole_lines(path: str, buf: bytes, start: int, stop: int, lines: list[bytes], base: int,
+                max_line_bytes: int) -> TailBatch | None:
+    """``lines`` (``buf[start:stop]`` split at its newlines; ``base`` is buf's file offset) as one
+    batch when :func:`normalise_line` would change none of them, or only remove each one's
+    trailing CR (a CRLF file): the rules applied to the chunk at once. None when some line needs
+    them one by one (a NUL, a lone CR, a blank or a too long line)."""
+    if buf.find(b"\0", start, stop) >= 0:
+        return None
+    if stop - start > max_line_bytes and max(map(len, lines)) > max_line_bytes:
+        return None
+    crs = buf.count(b"\r", start, stop)
+    if not crs:
+        return TailBatch(path, lines, base + start, base + stop) if all(lines) else None
+    if crs != len(lines) or buf.count(b"\r\n", start, stop) != crs:
+        return None
+    stripped = [line[:-1] for line in lines]
+    if not all(stripped):
+        return None
+    starts = list(accumulate((len(line) + 1 for line in lines), initial=base + start))
+    ends = starts[1:]
+    starts.pop()
+    return TailBatch(path, stripped, base + start, base + stop, starts, ends)
+
+
 def normalise_line(line: bytes, max_line_bytes: int) -> tuple[bytes, SkipReason | None, int]:
     """One complete line (without its newline) as the tailer hands it out.
 

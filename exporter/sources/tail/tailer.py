@@ -40,6 +40,7 @@ from exporter.sources.tail.lines import (
     TailEvent,
     TailStats,
     normalise_line,
+    whole_lines,
 )
 from exporter.sources.tail.state import _Checkpoint, _decode, _encode, _restore, _Restored, _Saved, _SavedWaiting
 from exporter.sources.tail.watch import _Watcher
@@ -552,8 +553,9 @@ class Tailer:
         """Return complete lines from f's buffer, reading on in chunks if read is set.
 
         The hot path takes every complete line of the buffer at once: one ``split`` up to
-        the last newline, one batch. Only a region holding a CR, a NUL, a blank or a too
-        long line goes through :func:`normalise_line` line by line (``slow_to``).
+        the last newline, one batch (:func:`whole_lines`; CRLF lines too). Only a region
+        holding a NUL, a lone CR, a blank or a too long line goes through
+        :func:`normalise_line` line by line (``slow_to``).
 
         When it read anything it checks afterwards that the file is still the one it read
         from (head, and the bytes before the first read position); if not, it gives back
@@ -591,16 +593,12 @@ class Tailer:
                         stop = start + sum(map(len, block)) + budget
                     else:
                         stop = last + 1
-                    if (
-                        all(block)
-                        and buf.find(b"\r", start, stop) < 0
-                        and buf.find(b"\0", start, stop) < 0
-                        and (stop - start <= maxlen or max(map(len, block)) <= maxlen)
-                    ):
+                    batch = whole_lines(path, buf, start, stop, block, base, maxlen)
+                    if batch is not None:
                         if s_lines:
                             append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
                             s_lines, s_starts, s_ends = [], [], []
-                        append(TailBatch(path, block, base + start, base + stop))
+                        append(batch)
                         budget -= len(block)
                         lines += len(block)
                         start = stop

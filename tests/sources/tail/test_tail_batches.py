@@ -69,6 +69,17 @@ def test_a_read_ending_on_cr_waits_for_its_newline(tmp_path: Path) -> None:
     tailer.close()
 
 
+def test_crlf_lines_come_in_one_batch_with_their_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "app.log"
+    path.write_bytes(b'{"a":1}\r\n{"bb":2}\r\n{"c":3}\r\n')
+    tailer = Tailer([str(path)], use_watchdog=False)
+    batches = tailer.poll_batches()
+    assert [b.lines for b in batches] == [[b'{"a":1}', b'{"bb":2}', b'{"c":3}']]  # one batch, CRs removed
+    assert [(e.offset, e.end) for e in _events(batches)] == [(0, 9), (9, 19), (19, 28)]
+    assert tailer.state()["files"][0]["offset"] == 28
+    tailer.close()
+
+
 def test_a_budget_cuts_a_chunk_and_the_state_stops_exactly_there(tmp_path: Path) -> None:
     path = tmp_path / "app.log"
     lines = [b"line-%02d" % i for i in range(10)]
@@ -144,15 +155,15 @@ def _reference(data: bytes) -> list[tuple[bytes | str, int, int | None]]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    lines=st.lists(_content, max_size=30),
+    lines=st.lists(st.tuples(_content, st.booleans()), max_size=30),  # (content, CRLF?)
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
     budgets=st.lists(st.one_of(st.none(), st.integers(min_value=1, max_value=7)), min_size=30, max_size=30),
 )
-def test_batches_are_exactly_the_lines_of_the_line_rules(lines: list[bytes], cuts: list[int],
+def test_batches_are_exactly_the_lines_of_the_line_rules(lines: list[tuple[bytes, bool]], cuts: list[int],
                                                          budgets: list[int | None]) -> None:
     # A plain first line (compression magic is never read); no NUL at a line's start (a NUL run
     # there is a copytruncate hole, whose own rules test_tail_nul holds) and none at the end.
-    body = [b"x" + line.lstrip(b"\0") for line in lines]
+    body = [b"x" + line.lstrip(b"\0") + (b"\r" if crlf else b"") for line, crlf in lines]
     data = b"start\n" + b"".join(line + b"\n" for line in body)
     bounds = sorted({min(c, len(data)) for c in cuts} | {len(data)})
     with tempfile.TemporaryDirectory() as d:
