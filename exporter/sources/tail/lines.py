@@ -34,11 +34,11 @@ class TailBatch(NamedTuple):
     in one go and handed to the pipeline as one list. ``lines`` hold the contents (no
     newline, no trailing ``\\r``, never blank); ``offset`` is where the first starts,
     ``end`` the resume offset after the last. ``starts``/``ends`` hold each line's own
-    offsets when the lines went through :func:`normalise_line` (a CR, a NUL, a blank or
-    long line in the chunk); None when the lines are exactly the newline-separated bytes
-    from ``offset`` to ``end`` (the common case: offsets are then worked out only when
-    needed, e.g. to log where a rejected line starts). A skipped line has ``skipped`` set
-    and no ``lines``.
+    offsets when the lines are not exactly the bytes between them (CRLF lines, or lines that
+    went through :func:`normalise_line`: a NUL, a lone CR, a blank or long line near them);
+    None when the lines are exactly the newline-separated bytes from ``offset`` to ``end``
+    (the common case: offsets are then worked out only when needed, e.g. to log where a
+    rejected line starts). A skipped line has ``skipped`` set and no ``lines``.
     """
 
     path: str
