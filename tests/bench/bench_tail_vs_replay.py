@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import load_price_table
-from exporter.replay.replay import replay_files, replay_pipeline
+from exporter.replay.replay import read_blocks, replay_files, replay_pipeline
 from exporter.sidecar.config import Config, SourceConfig
 from exporter.sidecar.sources import SourceRunner
 from exporter.sources.formats.registry import make_line_decoder
@@ -140,6 +140,17 @@ def tailer_only(directory: Path, batches: bool) -> float:
     return cpu / lines * 1e6
 
 
+def reading_only(directory: Path, count: int) -> float:
+    """CPU per line of replay's own reading (``read_blocks``, no pipeline) over the same files."""
+    paths = [directory / f"app.log.{n}" for n in range(1, count)] + [directory / "app.log"]
+    started = time.process_time()
+    lines = 0
+    for path in paths:
+        with open(path, "rb") as stream:
+            lines += sum(len(block) for block, _unusual in read_blocks(stream))
+    return (time.process_time() - started) / lines * 1e6
+
+
 def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | None,
             label: str, out: Callable[[str], None] = print) -> float:
     """Alternate tail and replay ``rounds`` times; print and return the median CPU-per-line ratio."""
@@ -147,11 +158,13 @@ def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | 
     tails: list[float] = []
     replays: list[float] = []
     alone: dict[bool, list[float]] = {True: [], False: []}
+    reading: list[float] = []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as d:
             tail, again = paired_run(Path(d), generations, write_lines)
             for batches in (True, False):
                 alone[batches].append(tailer_only(Path(d), batches))
+            reading.append(reading_only(Path(d), len(generations)))
         if tail.lines != len(lines) or again.lines != len(lines):
             raise SystemExit(f"{label}: lines seen tail {tail.lines}, replay {again.lines}, written {len(lines)}")
         if tail.totals != again.totals:
@@ -165,7 +178,8 @@ def measure(lines: list[bytes], rotations: int, rounds: int, write_lines: int | 
         f"rounds tail {', '.join(f'{x:.2f}' for x in tails)} / replay {', '.join(f'{x:.2f}' for x in replays)})")
     batched, per_event = statistics.median(alone[True]), statistics.median(alone[False])
     out(f"  the tailer alone ({label}, no pipeline): poll_batches {batched:.2f} us/line "
-        f"({batched / r:.1%} of replay's line), poll with a TailEvent per line {per_event:.2f} us/line")
+        f"({batched / r:.1%} of replay's line), poll with a TailEvent per line {per_event:.2f} us/line; "
+        f"replay's own reading (read_blocks) {statistics.median(reading):.2f} us/line")
     return ratio
 
 
