@@ -584,26 +584,22 @@ class Tailer:
         s_starts: list[int] = []
         s_ends: list[int] = []
         while budget > 0:
-            if not skipping and start >= slow_to:
-                last = buf.rfind(b"\n", start)
-                if last >= 0:
-                    block = buf[start:last].split(b"\n", budget)
-                    if len(block) > budget:  # more lines than asked for: the rest stays buffered
-                        block.pop()
-                        stop = start + sum(map(len, block)) + budget
-                    else:
-                        stop = last + 1
-                    batch = whole_lines(path, buf, start, stop, block, base, maxlen)
-                    if batch is not None:
-                        if s_lines:
-                            append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
-                            s_lines, s_starts, s_ends = [], [], []
-                        append(batch)
-                        budget -= len(block)
-                        lines += len(block)
-                        start = stop
-                        continue
-                    slow_to = stop  # this region needs the line rules
+            if not skipping and start >= slow_to and buf.rfind(b"\n", start) >= 0:
+                # At most ``budget`` lines; the last piece is what follows them (a partial
+                # line, or lines beyond the budget): it stays buffered.
+                block = (buf[start:] if start else buf).split(b"\n", budget)
+                stop = len(buf) - len(block.pop())
+                batch = whole_lines(path, buf, start, stop, block, base, maxlen)
+                if batch is not None:
+                    if s_lines:
+                        append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
+                        s_lines, s_starts, s_ends = [], [], []
+                    append(batch)
+                    budget -= len(block)
+                    lines += len(block)
+                    start = stop
+                    continue
+                slow_to = stop  # this region needs the line rules
             nl = buf.find(b"\n", start)
             if nl < 0:
                 if start < len(buf):
