@@ -3,7 +3,7 @@
     python tests/bench/bench_tail.py [--seconds 10] [--rate 60000] [--rotate-every 3]
 
 Phase 1 (burst): a pre-written file of --burst-lines lines is tailed as fast as
-possible; prints lines/s.
+possible with ``poll_batches`` (what the sidecar reads); prints lines/s.
 Phase 2 (follow): a writer *process* appends --rate lines/s of ~300-byte
 gateway records in 10 ms batches and rotates (rename app.log -> app.log.N)
 every --rotate-every seconds, for --seconds; the tailer follows with
@@ -75,7 +75,7 @@ def burst(directory: Path, n: int) -> float:
     got = 0
     started = time.perf_counter()
     while got < n:
-        got += len(t.poll())
+        got += sum(len(batch.lines) for batch in t.poll_batches())
     elapsed = time.perf_counter() - started
     t.close()
     assert got == n, got
@@ -96,10 +96,11 @@ def follow(directory: Path, seconds: float, rate: int, rotate_every: float) -> N
     last_id = -1
     order_ok = True
     while total is None or got < total:
-        events = tailer.poll()
+        batches = tailer.poll_batches()  # what the sidecar reads: the lines of each read at once
+        events = [line for batch in batches for line in batch.lines]
         got += len(events)
-        for ev in events[:: max(1, len(events) // 4) or 1]:  # spot-check ordering cheaply
-            rid = int(ev.line[ev.line.index(b"req-") + 4 : ev.line.index(b"req-") + 14])
+        for line in events[:: max(1, len(events) // 4) or 1]:  # spot-check ordering cheaply
+            rid = int(line[line.index(b"req-") + 4 : line.index(b"req-") + 14])
             order_ok &= rid > last_id
             last_id = rid
         max_lag = max(max_lag, tailer.stats().bytes_behind)

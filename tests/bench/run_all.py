@@ -14,6 +14,7 @@ Sections (each module also runs alone, ``python -m tests.bench.<module>``):
 - scrape    bench_exposition: render 1k/10k/100k series vs prometheus_client, cold and steady
             (bench_scrape is an independent variant: alternating scrapes, medians, repeated cold scrapes)
 - sidecar   bench_tail (subprocess): burst and follow-with-rotation throughput; bench_lag: append->counted lag
+            bench_tail_vs_replay (subprocess): the tailing path's CPU per line against replay's, rotations
 - memory    bench_ledger: the dedupe ledger vs the set-based one (bytes/id, checkpoint size, restore time);
             bench_memory: RSS with 1M dedupe ids + 10k series; RSS along an hour-equivalent of input
 
@@ -150,7 +151,28 @@ def sidecar(quick: bool) -> list[Row]:
         [f"exactly once {once.group(1)}, in order {once.group(2)}" if once else "",
          f"caught up {caught.group(1)} ms after the writer stopped" if caught else ""],
     ))
-    return rows + bench_lag.run(10_000, 5.0 if quick else 10.0)
+    return rows + _tail_vs_replay(quick) + bench_lag.run(10_000, 5.0 if quick else 10.0)
+
+
+def _tail_vs_replay(quick: bool) -> list[Row]:
+    """bench_tail_vs_replay: the sidecar's tailing path (tailer, dispatch, pipeline) against replay, CPU per line."""
+    out = _sub([sys.executable, str(ROOT / "tests" / "bench" / "bench_tail_vs_replay.py"),
+                "--records", "100000" if quick else "300000"], timeout=1200)
+    print("  " + out.strip().replace("\n", "\n  "), flush=True)
+    rows = []
+    found = re.finditer(r"tail vs replay \(([^)]*)\): tail ([\d.]+) us/line, replay ([\d.]+) us/line, "
+                        r"ratio ([\d.]+).*\n\s+the tailer alone [^:]*: poll_batches ([\d.]+) us/line", out)
+    for m in found:
+        ratio = float(m.group(4))
+        rows.append(Row(
+            f"sidecar tailing vs replay, CPU per line, same lines with 4 rotations ({m.group(1)})",
+            f"{m.group(2)} µs/line", f"replay {m.group(3)} µs/line", f"{ratio:.2f}×", "≤ 1.2×",
+            verdict(ratio <= 1.2, f"{ratio:.2f}× replay's CPU per line"),
+            [f"the tailer alone (no pipeline): {m.group(5)} µs/line; medians of 3, alternating per generation"],
+        ))
+    if not rows:
+        rows.append(Row("sidecar tailing vs replay, CPU per line", "-", "-", "-", "≤ 1.2×", "NO (no figures parsed)"))
+    return rows
 
 
 def memory(quick: bool) -> list[Row]:

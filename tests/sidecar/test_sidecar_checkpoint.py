@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -108,16 +109,17 @@ def test_checkpoint_holds_no_prompt_text(tmp_path: Path) -> None:
 def test_a_line_that_breaks_the_pipeline_costs_only_itself(tmp_path: Path) -> None:
     _write(tmp_path, [record_line(i) for i in range(5)])
     sidecar = _sidecar(tmp_path)
-    real = sidecar.pipeline.ingest_line
+    real = sidecar.pipeline.ingest_lines
     calls = {"n": 0}
 
-    def flaky(line: bytes, source: str = "replay", decoder: object = None) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise RuntimeError("injected fault")
-        real(line, source, decoder)  # type: ignore[arg-type]
+    def flaky(lines: Iterable[bytes], source: str = "replay", decoder: object = None) -> None:
+        for line in lines:  # the sidecar hands a batch: the second line of it breaks the pipeline
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise RuntimeError("injected fault")
+            real((line,), source, decoder)  # type: ignore[arg-type]
 
-    sidecar.pipeline.ingest_line = flaky  # type: ignore[method-assign]
+    sidecar.pipeline.ingest_lines = flaky  # type: ignore[method-assign]
     drain(sidecar)
     _close(sidecar)
     assert requests_counted(sidecar) == 4

@@ -20,6 +20,10 @@ wall_clock=time.time)``
   offset order, files in the order they were discovered (so a rotated file
   is drained before its successor). ``max_lines`` caps the events returned;
   the rest stays buffered (bounded) and ``state()`` stops exactly there.
+* ``poll_batches(max_lines=None) -> list[TailBatch]`` - the same pass, the
+  lines of each read in one batch (a list of lines with the file's offsets)
+  instead of an event per line: what the sidecar feeds the pipeline.
+  ``poll()`` is these batches taken apart.
 * ``wait(timeout)`` - block until a watchdog event or
   ``min(timeout, poll_interval)`` has passed.
 * ``state() -> dict`` - JSON-serialisable checkpoint; ``saved_at`` is the
@@ -221,7 +225,15 @@ after a restart), ``compressed`` (finding a file's compressed successor),
 :class:`Tailer`). Import from this package, not the modules.
 """
 
-from exporter.sources.tail.lines import SKIP_REASONS, FileLag, SkipReason, TailEvent, TailStats, normalise_line
+from exporter.sources.tail.lines import (
+    SKIP_REASONS,
+    FileLag,
+    SkipReason,
+    TailBatch,
+    TailEvent,
+    TailStats,
+    normalise_line,
+)
 from exporter.sources.tail.state import STATE_SCHEMA
 from exporter.sources.tail.tailer import Tailer
 
@@ -230,6 +242,7 @@ __all__ = [
     "STATE_SCHEMA",
     "FileLag",
     "SkipReason",
+    "TailBatch",
     "TailEvent",
     "TailStats",
     "Tailer",

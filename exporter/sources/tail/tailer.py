@@ -32,7 +32,16 @@ from exporter.sources.tail.files import (
     _Retired,
     _Waiting,
 )
-from exporter.sources.tail.lines import LOST_REASONS, SKIP_REASONS, FileLag, TailEvent, TailStats, normalise_line
+from exporter.sources.tail.lines import (
+    LOST_REASONS,
+    SKIP_REASONS,
+    FileLag,
+    TailBatch,
+    TailEvent,
+    TailStats,
+    normalise_line,
+    whole_lines,
+)
 from exporter.sources.tail.state import _Checkpoint, _decode, _encode, _restore, _Restored, _Saved, _SavedWaiting
 from exporter.sources.tail.watch import _Watcher
 
@@ -137,12 +146,17 @@ class Tailer:
 
     def poll(self, max_lines: int | None = None) -> list[TailEvent]:
         """One non-blocking pass over all files; returns at most max_lines events."""
+        return [event for batch in self.poll_batches(max_lines) for event in batch.events()]
+
+    def poll_batches(self, max_lines: int | None = None) -> list[TailBatch]:
+        """:meth:`poll` with the lines of each read in one :class:`TailBatch` (at most max_lines
+        lines and skipped lines in all): what the sidecar feeds, with no object per line."""
         if self._closed:
             raise RuntimeError("tailer is closed")
         self._started = True
         now = self._clock()
         budget = _UNLIMITED if max_lines is None else max_lines
-        out: list[TailEvent] = []
+        out: list[TailBatch] = []
         self._opened_poll = self._failed_poll = 0
         if self._pending or self._pending_waiting:
             self._retry_pending(now)
@@ -455,7 +469,7 @@ class Tailer:
         self._files[w.key] = f
         return f
 
-    def _service(self, f: _File, budget: int, out: list[TailEvent], now: float) -> int:
+    def _service(self, f: _File, budget: int, out: list[TailBatch], now: float) -> int:
         """Check one file for truncation, then read it; returns the budget left."""
         known = f.size  # its size at the last poll: what a truncation now cuts off unread
         st = os.fstat(f.fd)
@@ -488,7 +502,7 @@ class Tailer:
                 budget = self._truncated(f, budget, out, now, known)
         return budget
 
-    def _truncated(self, f: _File, budget: int, out: list[TailEvent], now: float, known: int) -> int:
+    def _truncated(self, f: _File, budget: int, out: list[TailBatch], now: float, known: int) -> int:
         """Handle a truncation found in f: buffered lines first, then restart at 0."""
         budget = self._drain(f, budget, out, read=False, now=now)
         if b"\n" in f.buf:
@@ -530,13 +544,18 @@ class Tailer:
         self,
         f: _File,
         budget: int,
-        out: list[TailEvent],
+        out: list[TailBatch],
         *,
         read: bool,
         now: float,
         stream: Callable[[int], bytes] | None = None,
     ) -> int:
         """Return complete lines from f's buffer, reading on in chunks if read is set.
+
+        The hot path takes every complete line of the buffer at once: one ``split`` up to
+        the last newline, one batch (:func:`whole_lines`; CRLF lines too). Only a region
+        holding a NUL, a lone CR, a blank or a too long line goes through
+        :func:`normalise_line` line by line (``slow_to``).
 
         When it read anything it checks afterwards that the file is still the one it read
         from (head, and the bytes before the first read position); if not, it gives back
@@ -560,7 +579,27 @@ class Tailer:
         append = out.append
         lines = blank = nul = too_long = nul_lines = nread = 0
         eof = False
+        slow_to = 0  # buf index up to which lines go through normalise_line one at a time
+        s_lines: list[bytes] = []  # such lines not in a batch yet, with their offsets
+        s_starts: list[int] = []
+        s_ends: list[int] = []
         while budget > 0:
+            if not skipping and start >= slow_to and buf.rfind(b"\n", start) >= 0:
+                # At most ``budget`` lines; the last piece is what follows them (a partial
+                # line, or lines beyond the budget): it stays buffered.
+                block = (buf[start:] if start else buf).split(b"\n", budget)
+                stop = len(buf) - len(block.pop())
+                batch = whole_lines(path, buf, start, stop, block, base, maxlen)
+                if batch is not None:
+                    if s_lines:
+                        append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
+                        s_lines, s_starts, s_ends = [], [], []
+                    append(batch)
+                    budget -= len(block)
+                    lines += len(block)
+                    start = stop
+                    continue
+                slow_to = stop  # this region needs the line rules
             nl = buf.find(b"\n", start)
             if nl < 0:
                 if start < len(buf):
@@ -575,7 +614,10 @@ class Tailer:
                                 nul += len(buf) - start - len(rest)
                                 start = len(buf) - len(rest)
                         if len(buf) - start > maxlen:
-                            append(TailEvent(path, b"", base + start, base + len(buf), "line_too_long"))
+                            if s_lines:
+                                append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
+                                s_lines, s_starts, s_ends = [], [], []
+                            append(TailBatch(path, [], base + start, base + len(buf), skipped="line_too_long"))
                             budget -= 1
                             too_long += 1
                             skipping = True
@@ -605,6 +647,7 @@ class Tailer:
                     )
                     buf = buf[start:] + data
                     base += start
+                    slow_to = max(0, slow_to - start)
                     start = 0
                 else:
                     buf += data
@@ -620,7 +663,10 @@ class Tailer:
                 nul += leading_nuls
                 lstart += leading_nuls
             if reason is not None:
-                append(TailEvent(path, b"", lstart, base + start, reason))
+                if s_lines:
+                    append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
+                    s_lines, s_starts, s_ends = [], [], []
+                append(TailBatch(path, [], lstart, base + start, skipped=reason))
                 budget -= 1
                 if reason == "line_too_long":
                     too_long += 1
@@ -630,9 +676,13 @@ class Tailer:
             if not line:
                 blank += 1
                 continue
-            append(TailEvent(path, line, lstart, base + start))
+            s_lines.append(line)
+            s_starts.append(lstart)
+            s_ends.append(base + start)
             budget -= 1
             lines += 1
+        if s_lines:
+            append(TailBatch(path, s_lines, s_starts[0], s_ends[-1], s_starts, s_ends))
         if nread and stream is None and not self._same_file(f, fd, first, before, read_at):
             del out[n_out:]  # read from a newer generation of the file: give it all back
             f.suspect = True
@@ -671,7 +721,7 @@ class Tailer:
             f.head = cur
         return True
 
-    def _recover(self, budget: int, out: list[TailEvent], now: float) -> int:
+    def _recover(self, budget: int, out: list[TailBatch], now: float) -> int:
         """Read the rests found in compressed files at restore; retire each at its end."""
         for rec in list(self._recovering):
             if budget <= 0:
