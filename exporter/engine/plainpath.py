@@ -66,7 +66,8 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
     duplicates, unpriced_counts, by_component = agg.duplicates, agg.unpriced, agg.components
     divergence, flagged = agg.divergence, agg.flagged
     # rebound after each line that takes the general path (count_record may move or clear them)
-    future_limit, routes = pipeline._future_limit, pipeline._routes
+    # the timestamp limit: the clock's (plus skew: the future) or MAX_EPOCH_SECONDS, whichever is lower
+    ts_limit, routes = min(pipeline._future_limit, max_seconds), pipeline._routes
     slot_start = slot_end = 0.0  # [start, end) of the last slot that was remembered, and its month/version
     slot_month, slot_version = "", 0
     raw: Any  # the typed decode (fastparse._Line); its fields are as checked below
@@ -96,7 +97,13 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                         usage = fast_usage(u) if u is not None else None
                     except _Unusual:
                         usage = None  # with u set: not plain, the general path finds the rejection
-                    if (u is None or usage is not None) and ts <= future_limit and ts <= max_seconds:
+                    if usage is not None:  # its tiers read once (a struct's attribute is a lookup)
+                        fresh, read, write_5m, write_1h = (usage.fresh_input, usage.cache_read,
+                                                           usage.cache_write_5m, usage.cache_write_1h)
+                        output, prompt = usage.output, fresh + read + write_5m + write_1h
+                    else:
+                        output = prompt = 0
+                    if (u is None or usage is not None) and ts <= ts_limit:
                         if slot_start <= ts < slot_end:
                             month, version = slot_month, slot_version
                         else:
@@ -109,8 +116,7 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                                 slot_start, slot_end = index * SLOT_SECONDS, (index + 1) * SLOT_SECONDS
                                 slot_month, slot_version = month, version
                         if ((oldest_month is None or month >= oldest_month)
-                                and (usage is None or (usage.output <= cap and usage.fresh_input + usage.cache_read
-                                                       + usage.cache_write_5m + usage.cache_write_1h <= cap))
+                                and output <= cap and prompt <= cap
                                 and (before is None or (before <= cap and after <= cap))
                                 and (would_save is None or would_save <= cap)):
                             if seen_before(request_id, ts):
@@ -137,11 +143,11 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                                 unpriced_counts[unpriced] = unpriced_counts.get(unpriced, 0) + 1
                             cell[REQUESTS] += 1
                             if usage is not None:
-                                cell[FRESH] += usage.fresh_input
-                                cell[CACHE_READ] += usage.cache_read
-                                cell[WRITE_5M] += usage.cache_write_5m
-                                cell[WRITE_1H] += usage.cache_write_1h
-                                cell[OUTPUT] += usage.output
+                                cell[FRESH] += fresh
+                                cell[CACHE_READ] += read
+                                cell[WRITE_5M] += write_5m
+                                cell[WRITE_1H] += write_1h
+                                cell[OUTPUT] += output
                             if would_save is not None:
                                 cell[WOULD_SAVE] += would_save
                             if has_savings:
@@ -160,8 +166,7 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                                     if pair is None:
                                         pair = divergence[div_key] = [0, 0]
                                     pair[0] += after
-                                    pair[1] += (usage.fresh_input + usage.cache_read + usage.cache_write_5m
-                                                + usage.cache_write_1h)
+                                    pair[1] += prompt
                             continue
         # the general path: the fast parse of the decoded line (into count_record), else the reference
         try:
@@ -171,4 +176,4 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                     consume(result)
         except RecursionError:
             consume(NESTS_TOO_DEEPLY)
-        future_limit, routes = pipeline._future_limit, pipeline._routes
+        ts_limit, routes = min(pipeline._future_limit, max_seconds), pipeline._routes

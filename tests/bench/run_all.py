@@ -215,13 +215,15 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   `count_record`, the pipeline's caches bound once per block, the month and price version by the
   last slot's [start, end) bounds. 40.5k -> 36.6k instructions per record (callgrind, 20,000 records
   replayed twice, so half of them duplicates). What bounds it: the typed decode loop itself is about
-  FLOOR_TYPED instructions per record and the floor row (that decode plus one dict increment per
-  record) about FLOOR_FLOOR; what replay spends beyond it goes, by cProfile's own time, to the
-  loop's checks and cell sums (bytecode, about 55%), the dedupe ledger (hash, pack, shard `find`,
-  about 20%), the cache lookups (minute, route, component, divergence dicts, 10%), the decode itself
-  (9%) and the usage normaliser (6%). At about 20-40 ns a bytecode, 0.5 leaves under 2 us per record for all of them:
-  under a hundred bytecodes for dedupe, month, price version, labels, usage tiers and nine cell sums,
-  which this Python loop does not reach.
+  11.5k instructions per record (line iteration included) and the floor row (that decode plus one
+  dict increment per record) 13.3k, so by instructions replay is at about 0.31 of the typed loop
+  and the floor at 0.86. By py-spy samples of the replay, the decode is 12.5% of its time, reading
+  and splitting blocks 9%, the dedupe ledger 15% (hash, pack, shard `find`, the hour's bucket), the
+  usage normaliser 3%, and the plain loop's own bytecode the rest, spread over some forty lines
+  (label and rare-key checks, the minute and route lookups, nine cell sums, the unattributed
+  component and the divergence pair), none above 5%. At 0.5 all of that would have to cost what
+  the decode costs (about 11.5k instructions, well under a hundred bytecodes): dedupe, month,
+  price version, labels, usage tiers and nine cell sums do not fit in it in Python.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
