@@ -213,17 +213,19 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   known usage shape, no rare key) is now counted in one loop straight from the typed decode
   (`engine.plainpath`): no `Record`, no per-line call into `fast_parse`, `fast_ts` or
   `count_record`, the pipeline's caches bound once per block, the month and price version by the
-  last slot's [start, end) bounds. 40.5k -> 36.6k instructions per record (callgrind, 20,000 records
-  replayed twice, so half of them duplicates). What bounds it: the typed decode loop itself is about
+  last slot's [start, end) bounds; blocks are split without a copy first. 40.5k -> 36.0k
+  instructions per record (callgrind, 20,000 records replayed twice, so half of them duplicates);
+  47.1k -> 42.5k for fresh records alone. What bounds it: the typed decode loop itself is about
   11.5k instructions per record (line iteration included) and the floor row (that decode plus one
-  dict increment per record) 13.3k, so by instructions replay is at about 0.31 of the typed loop
-  and the floor at 0.86. By py-spy samples of the replay, the decode is 12.5% of its time, reading
-  and splitting blocks 9%, the dedupe ledger 15% (hash, pack, shard `find`, the hour's bucket), the
-  usage normaliser 3%, and the plain loop's own bytecode the rest, spread over some forty lines
-  (label and rare-key checks, the minute and route lookups, nine cell sums, the unattributed
-  component and the divergence pair), none above 5%. At 0.5 all of that would have to cost what
-  the decode costs (about 11.5k instructions, well under a hundred bytecodes): dedupe, month,
-  price version, labels, usage tiers and nine cell sums do not fit in it in Python.
+  dict increment per record) 13.3k, so by instructions replay is at about 0.27 of the typed loop
+  on fresh records (0.32 on the half-duplicate mix) and the floor at 0.86. By py-spy samples of
+  the replay (before the block split), the decode is 12.5% of its time, reading and splitting
+  blocks 9%, the dedupe ledger 15% (hash, pack, shard `find`, the hour's bucket), the usage
+  normaliser 3%, and the plain loop's own bytecode the rest, spread over some forty lines (label
+  and rare-key checks, the minute and route lookups, nine cell sums, the unattributed component
+  and the divergence pair), none above 5%. At 0.5 all of that would have to cost what the decode
+  costs (about 11.5k instructions, a few hundred bytecodes): dedupe, month, price version, labels,
+  usage tiers and nine cell sums do not fit in it in Python.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
