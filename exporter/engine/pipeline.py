@@ -193,7 +193,9 @@ class Pipeline:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
         The fast path of canonical lines (``fastparse.fast_parse``) calls this with
-        the fields it decoded, so an ordinary line never builds a ``Record``.
+        the fields it decoded, so an ordinary line never builds a ``Record``. The plain
+        line's loop (``plainpath``) repeats its common case inline: change both together
+        (``tests/engine/test_plainpath.py`` holds them equal).
         """
         agg = self.aggregates
         if ts > self._future_limit and self._is_future(ts):
