@@ -258,6 +258,12 @@ def fast_parse(line: bytes, make_record: Any, parse_ts: Callable[[Any], float], 
         raw = _DECODER.decode(line)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None  # the reference path names the reason (deep nesting: invalid_json)
+    return fast_record(raw, line, make_record, parse_ts, max_seconds)
+
+
+def fast_record(raw: _Line, line: bytes, make_record: Any, parse_ts: Callable[[Any], float],
+                max_seconds: float) -> Any:
+    """``fast_parse`` after the decode: for a caller that decoded ``line`` into ``raw`` itself."""
     if not line.isascii():
         # msgspec skips unknown keys without checking their UTF-8; the reference rejects it
         try:

@@ -37,19 +37,21 @@ from exporter.engine.aggregate import (
 )
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED
 from exporter.engine.dedupe import DedupeLedger
-from exporter.engine.fastparse import fast_parse
 from exporter.engine.gateway import count_hit, count_routing
 from exporter.engine.labels import LabelCaps
 from exporter.engine.months import MonthOf as MonthOf  # re-exported: callers import it from here
 from exporter.engine.optimizer import count_optimizer, implausible
+
+# NESTS_TOO_DEEPLY (re-exported): a line nesting past msgspec's or the reference's depth; SLOT_SECONDS: (month,
+# price version) is remembered per slot of this many seconds; TIERED, UNKNOWN_TIER: the Route's last item
+from exporter.engine.plainpath import NESTS_TOO_DEEPLY as NESTS_TOO_DEEPLY
+from exporter.engine.plainpath import SLOT_SECONDS, TIERED, UNKNOWN_TIER, ingest_canonical
 from exporter.engine.records import (
     MAX_EPOCH_SECONDS,
     Record,
     Rejection,
     TextCounter,
-    parse_line_reference,
     parse_object,
-    parse_ts,
 )
 from exporter.engine.usage import DEFAULT_MAX_REQUEST_TOKENS, OptimizerCall, Usage
 from exporter.prices.table import PricedModel, PriceTable
@@ -59,13 +61,8 @@ UNSET_TENANT = "unset"
 UNSPECIFIED_METHOD = "unspecified"
 UNATTRIBUTED = "unattributed"
 
-# msgspec (the fast path) raises RecursionError on ~50k nested objects (orjson's limit is 1024);
-# found by tests/e2e/test_hostile_corpus.py
-NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
-
 DEFAULT_FUTURE_SKEW_SECONDS = 600.0  # further ahead of the clock: refused (future_ts), no month opened
 MAX_ROUTES = 50_000  # remembered routes (and slots); past this they are forgotten and worked out again
-SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many seconds
 
 # Both built or unpacked for every record, so bare tuples: a NamedTuple costs a call to build, and
 # unpacking one takes the generic path (54 ns against 15 ns; +0.9% instructions per replayed record,
@@ -79,7 +76,6 @@ SLOT_SECONDS = 900  # (month, price version) is remembered per slot of this many
 RouteKey = tuple[str, int, str, str | None, str | None, str | None, bool, str | None]
 Route = tuple[list[int], CellKey, tuple[str, str, str] | None, ComponentKey,
               tuple[str, str, str, str], tuple[str, str, str, str], int]
-TIERED, UNKNOWN_TIER = 1, 2
 
 LineDecoder = Callable[[bytes], Record | Rejection | None]
 ObjectDecoder = Callable[[Any], Record | Rejection]
@@ -142,9 +138,9 @@ class Pipeline:
     def ingest_lines(self, lines: Iterable[bytes], source: str = "replay", decoder: LineDecoder | None = None) -> None:
         """Complete lines (no newline) of one source, in order; blank lines are no record.
 
-        Without a decoder the lines are canonical records: the fast path counts an
-        ordinary line straight from its decoded fields (``count_record``), anything
-        else goes through the reference parser.
+        Without a decoder the lines are canonical records: a plain line is counted in
+        ``plainpath``'s loop from its decoded fields, an ordinary one through
+        ``count_record``, anything else goes through the reference parser.
         """
         if decoder is None:
             self._ingest_canonical(lines)
@@ -161,16 +157,7 @@ class Pipeline:
                 self._consume(result)
 
     def _ingest_canonical(self, lines: Iterable[bytes]) -> None:
-        count_record, counter = self.count_record, self.counter
-        for line in lines:
-            try:
-                if fast_parse(line, count_record, parse_ts, MAX_EPOCH_SECONDS) is not None:
-                    continue
-                result = parse_line_reference(line, counter)
-            except RecursionError:
-                result = NESTS_TOO_DEEPLY
-            if result is not None:
-                self._consume(result)
+        ingest_canonical(self, lines)  # the plain line's loop (engine.plainpath), the rest through count_record
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
         self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter))
@@ -206,7 +193,9 @@ class Pipeline:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
         The fast path of canonical lines (``fastparse.fast_parse``) calls this with
-        the fields it decoded, so an ordinary line never builds a ``Record``.
+        the fields it decoded, so an ordinary line never builds a ``Record``. The plain
+        line's loop (``plainpath``) repeats its common case inline: change both together
+        (``tests/engine/test_plainpath.py`` holds them equal).
         """
         agg = self.aggregates
         if ts > self._future_limit and self._is_future(ts):

@@ -128,9 +128,14 @@ def read_blocks(stream: IO[bytes], limit: int | None = None) -> Iterator[tuple[l
         if cut < 0:
             pending.append(block)
             continue
-        data = b"".join([*pending, block[:cut]]) if pending else block[:cut]
-        pending = [block[cut + 1 :]] if cut + 1 < len(block) else []
-        yield data.split(b"\n"), b"\0" in data or b"\r" in data
+        lines = block.split(b"\n")  # no copy of the block first: only its first line is joined
+        tail = lines.pop()  # the start of a line with no newline yet ("" when the block ends one)
+        unusual = block.find(b"\0", 0, cut) >= 0 or block.find(b"\r", 0, cut) >= 0
+        if pending:
+            unusual = unusual or any(b"\0" in piece or b"\r" in piece for piece in pending)
+            lines[0] = b"".join([*pending, lines[0]])
+        pending = [tail] if tail else []
+        yield lines, unusual
     if pending:
         last = b"".join(pending)
         yield [last], b"\0" in last or b"\r" in last

@@ -4,14 +4,20 @@
 
 One deterministic file of canonical records with usage blocks
 (``bench_replay.generate``, seed 1) is read, whole process by whole process,
-by three commands run alternately ``--rounds`` times; medians are reported:
+by the commands run alternately ``--rounds`` times; medians are reported:
 
 - ours: ``python -m exporter replay --json --prices <fixture table>``, the full
   arithmetic (parse, usage normalisation of four provider shapes, dedupe by
   request id, pricing by version, aggregation, month totals);
 - mtail: ``mtail --one_shot`` with ``mtail/savings.mtail`` (below), summing
   tokens saved and requests per model;
-- ceiling: a Python loop doing nothing but ``orjson.loads`` on every line.
+- ceiling: a Python loop doing nothing but ``orjson.loads`` on every line;
+- one process: ours with ``--jobs 1`` (the per-CPU-second comparisons below);
+- typed: a loop doing nothing but the fast path's typed msgspec decode
+  (``fastparse``'s struct, usage blocks included), the target's yardstick
+  (replay >= 0.5 of it per CPU-second);
+- floor: the typed decode plus one dict increment per record (the model),
+  the least a counter can do after decoding.
 
 What the mtail program does: one regexp per line picks ``"model":"..."`` and
 then ``"tokens_before":N,"tokens_after":M`` in that order and adds
@@ -63,6 +69,25 @@ BARE_LOOP = (
     "print(n)\n"
 )
 
+# The fast path's own typed decode (fastparse's msgspec struct, usage blocks included) and nothing else:
+# the per-CPU-second ceiling of replay's per-record path (target: replay >= 0.5 of it).
+TYPED_LOOP = (
+    "import sys\n"
+    "from exporter.engine.fastparse import _DECODER\n"
+    "decode = _DECODER.decode\n"
+    "n = 0\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for line in f:\n"
+    "        decode(line)\n"
+    "        n += 1\n"
+    "print(n)\n"
+)
+# The least per-record work a counter can do after that decode: one dict increment per model.
+FLOOR_LOOP = TYPED_LOOP.replace("        decode(line)\n", "        model = decode(line).model\n"
+                                "        counts[model] = counts.get(model, 0) + 1\n").replace(
+    "n = 0\n", "n = 0\ncounts = {}\n")
+TARGET_VS_TYPED = 0.5
+
 _MTAIL_SAMPLE = re.compile(rb'^llm_tokens_saved_total\{model="([^"]*)",prog="savings.mtail"\} (\S+)$', re.M)
 
 
@@ -76,12 +101,22 @@ def run(records: int = 1_000_000, rounds: int = 3) -> list[Row]:
         data = work / "records.jsonl"
         size = bench_replay.generate(data, records)
         print(f"  ingest: {records:,} records, {size / 1e6:.0f} MB, seed 1", flush=True)
+        empty = work / "empty.jsonl"
+        empty.touch()
         progs = work / "progs"
         progs.mkdir()
         (progs / "savings.mtail").write_text(MTAIL_PROGRAM, encoding="utf-8")
         cmds = {
             "ours": [sys.executable, "-m", "exporter", "replay", "--json", "--prices", str(PRICES), str(data)],
             "ceiling": [sys.executable, "-c", BARE_LOOP, str(data)],
+            "one process": [sys.executable, "-m", "exporter", "replay", "--json", "--jobs", "1", "--prices",
+                            str(PRICES), str(data)],
+            "typed": [sys.executable, "-c", TYPED_LOOP, str(data)],
+            # the fixed cost of each (interpreter, imports, price table, JSON out) on an empty file
+            "start ours": [sys.executable, "-m", "exporter", "replay", "--json", "--jobs", "1", "--prices",
+                           str(PRICES), str(empty)],
+            "start typed": [sys.executable, "-c", TYPED_LOOP, str(empty)],
+            "floor": [sys.executable, "-c", FLOOR_LOOP, str(data)],
         }
         have_mtail = Path(MTAIL).exists()
         if have_mtail:
@@ -120,6 +155,24 @@ def run(records: int = 1_000_000, rounds: int = 3) -> list[Row]:
     else:
         rows.append(Row("ingest vs mtail", f"{ours_rate:,.0f}/s", "mtail absent", "-", ">= 3x",
                         "skipped (apt-get install mtail)"))
+    assert json.loads(results["one process"][0].stdout) == ours, "one process and parts must agree"
+    ours_cpu, typed_cpu, floor_cpu = (median_cpu(results[name]) for name in ("one process", "typed", "floor"))
+    per_record_us = 1e6 / records
+    typed_ratio = typed_cpu / ours_cpu  # records per CPU-second, ours over the typed loop's
+    ours_net = ours_cpu - median_cpu(results["start ours"])
+    typed_net = typed_cpu - median_cpu(results["start typed"])
+    rows.append(Row(
+        f"replay / msgspec typed loop per CPU-second (one process, {records:,} records)",
+        f"{records / ours_cpu:,.0f}/CPU-s", f"{records / typed_cpu:,.0f}/CPU-s (typed decode)", f"{typed_ratio:.2f}",
+        f">= {TARGET_VS_TYPED}",
+        verdict(typed_ratio >= TARGET_VS_TYPED, f"{typed_ratio / TARGET_VS_TYPED:.0%} of target"),
+        [f"floor (typed decode + one dict increment per record): {typed_cpu / floor_cpu:.2f} of the typed loop, "
+         f"{records / floor_cpu:,.0f}/CPU-s",
+         f"per record: typed decode {typed_cpu * per_record_us:.2f} us, floor {floor_cpu * per_record_us:.2f} us, "
+         f"replay {ours_cpu * per_record_us:.2f} us CPU (process start, price table and JSON output included)",
+         f"without each process's fixed cost (the same command on an empty file): {typed_net / ours_net:.2f} "
+         f"({typed_net * per_record_us:.2f} us against {ours_net * per_record_us:.2f} us per record)"],
+    ))
     rows.append(Row(
         "ingest vs bare orjson.loads loop (ceiling)",
         f"{ours_rate:,.0f}/s", f"{records / ceiling_wall:,.0f}/s", f"{ceiling_wall / ours_wall:.2f}",
