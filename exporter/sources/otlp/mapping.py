@@ -55,16 +55,9 @@ from typing import Any
 from exporter.sources.otlp.attributes import (
     A_AGENT_NAME,
     A_OI_KIND,
-    A_OI_MODEL,
-    A_OI_PROVIDER,
-    A_OI_SYSTEM,
     A_OPERATION,
     A_PAI_AGENT_NAME,
-    A_PROVIDER,
-    A_REQUEST_MODEL,
     A_RESPONSE_ID,
-    A_RESPONSE_MODEL,
-    A_SYSTEM,
     MAX_ID_CHARS,
     S_AFTER,
     S_BEFORE,
@@ -98,8 +91,8 @@ from exporter.sources.otlp.dialects.base import (
     RESPONSE_CACHE_HIT,
     SOURCE_FLAGS,
 )
-from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
 from exporter.sources.otlp.gateway import gateway_keys
+from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     BatchResult,
@@ -145,8 +138,6 @@ PROVIDER_ALIASES: dict[str, str] = {
     "x-ai": "xai",
 }
 
-_MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL, A_LANGFUSE_MODEL)
-_PROVIDER_KEYS = (A_PROVIDER, A_SYSTEM, A_OI_PROVIDER, A_OI_SYSTEM)
 _SAVINGS_FIELDS = (
     (S_BEFORE, "tokens_before"),
     (S_AFTER, "tokens_after"),
@@ -249,15 +240,32 @@ def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
 def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutcome:
     """One span -> a record dict (``Mapped``), or why not (``Ignored``/``Rejected``)."""
     opts = options or DEFAULT_OPTIONS
+    return _map(span, opts, _plans(opts))
+
+
+def _plans(opts: MappingOptions) -> dict[tuple[Any, ...], Plan]:
+    """The options' cache of span shapes (``exporter.sources.otlp.plan``)."""
+    plans = opts._memory.get("plans")
+    if plans is None:
+        plans = opts._memory.setdefault("plans", {})
+    return plans  # type: ignore[no-any-return]
+
+
+def _map(span: SpanView, opts: MappingOptions, plans: dict[tuple[Any, ...], Plan]) -> SpanOutcome:
+    """``map_span`` with the shape cache at hand: only the names the span carries are read,
+    in the documented precedence, so a malformed value rejects it as it always did."""
     attrs = span.attrs
+    plan = plan_for(plans, attrs, span.scope_name, opts.tenant_attributes)
     try:
-        skip = _rollup_or_not_call(attrs)
-        if skip is not None:
-            return Ignored(skip)
-        model = first_string(attrs, _MODEL_KEYS)
-        dialect = detect_dialect(attrs, span.scope_name)
-        has_savings = S_BEFORE in attrs or S_AFTER in attrs or S_WOULD in attrs
-        if model is None and dialect is None and not has_savings:
+        if plan.rollup:
+            skip = _rollup_or_not_call(attrs)
+            if skip is not None:
+                return Ignored(skip)
+        model = first_string(attrs, plan.model_keys) if plan.model_keys else None
+        dialect = plan.dialect
+        if dialect is UNDECIDED:
+            dialect = detect_dialect(attrs, span.scope_name)
+        if model is None and dialect is None and not plan.has_savings:
             return Ignored(IGNORE_NOT_MODEL_CALL)
         if dialect is None:
             dialect = FALLBACK
@@ -265,10 +273,10 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         end_ns = span.end_ns or span.start_ns
         if end_ns > 0:
             record["ts"] = end_ns / 1e9
-        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS)
+        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS) if plan.request_id_key else None
         if request_id is None and dialect.request_id is not None:
             request_id = dialect.request_id(attrs)
-        if request_id is None:
+        if request_id is None and plan.response_id_key:
             request_id = read_string(attrs, A_RESPONSE_ID, MAX_ID_CHARS)
         if request_id is None and span.trace_id and span.span_id:
             request_id = f"{span.trace_id}:{span.span_id}"
@@ -276,11 +284,13 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
             record["request_id"] = request_id
         if model is not None:
             record["model"] = model
-        provider = first_string(attrs, _PROVIDER_KEYS)
-        if provider is not None:
-            record["provider"] = normalise_provider(provider)
-        tenant_keys = opts.tenant_attributes
-        tenant = first_string(attrs, tenant_keys) or first_string(span.resource, tenant_keys)
+        if plan.provider_keys:
+            provider = first_string(attrs, plan.provider_keys)
+            if provider is not None:
+                record["provider"] = normalise_provider(provider)
+        tenant = first_string(attrs, plan.tenant_keys) if plan.tenant_keys else None
+        if tenant is None and span.resource:
+            tenant = first_string(span.resource, opts.tenant_attributes)
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
@@ -289,7 +299,7 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
                 record["usage"] = usage
             if flags:
                 record["source_flags"] = _completeness(flags)
-        if has_savings or S_METHOD in attrs:
+        if plan.savings_or_method:
             for key, out_key in _SAVINGS_FIELDS:
                 value = read_count(attrs, key)
                 if value is not None:
@@ -297,9 +307,10 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
             method = read_string(attrs, S_METHOD)
             if method is not None:
                 record["count_method"] = method
-        if S_OPT_MODEL in attrs or S_OPT_INPUT in attrs or S_OPT_OUTPUT in attrs:
+        if plan.optimizer:
             record["optimizer"] = _optimizer(attrs)
-        record.update(gateway_keys(attrs))
+        if plan.gateway:
+            record.update(gateway_keys(attrs))
         record["source_dialect"] = dialect.name
         return Mapped(record)
     except BadValue as bad:
@@ -330,7 +341,8 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
     """
     opts = options or DEFAULT_OPTIONS
     result = BatchResult()
-    pairs = [(span, map_span(span, opts)) for span in spans]
+    plans = _plans(opts)
+    pairs = [(span, _map(span, opts, plans)) for span in spans]
     for outcome in correlate(pairs, opts):
         result.add(outcome)
     return result
@@ -352,12 +364,13 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
     result = BatchResult()
     total = 0
     pairs: list[tuple[SpanView, SpanOutcome]] = []
+    plans = _plans(opts)
     for view in spans_from_json(doc, opts):
         total += 1
         if isinstance(view, Rejected):
             result.add(view)
         else:
-            pairs.append((view, map_span(view, opts)))
+            pairs.append((view, _map(view, opts, plans)))
     for outcome in correlate(pairs, opts):
         result.add(outcome)
     return result, total
