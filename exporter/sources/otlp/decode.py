@@ -76,23 +76,49 @@ def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
 def spans_from_protobuf(
     request: ExportTraceServiceRequest, options: MappingOptions | None = None
 ) -> list[SpanView]:
+    """Every span of a parsed request, its wanted attributes read straight off the upb messages.
+
+    The attribute loop is ``_pb_attrs`` written inline (one Python call per span, not one per
+    attribute): a name is looked up in the options' decisions before its value is touched, so
+    an unwanted value (a prompt) is never read into a Python object.
+    """
     opts = options or DEFAULT_OPTIONS
+    decisions = opts._decisions
+    wanted = opts.wanted
     views: list[SpanView] = []
+    append = views.append
     for resource_spans in request.resource_spans:
         resource = _pb_attrs(resource_spans.resource.attributes, opts)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
-                views.append(
+                attrs: dict[str, Any] = {}
+                for kv in span.attributes:
+                    key = kv.key
+                    keep = decisions.get(key)
+                    if keep is None:
+                        keep = wanted(key)
+                    if keep:
+                        value = kv.value
+                        kind = value.WhichOneof("value")
+                        if kind == "string_value":
+                            attrs[key] = value.string_value
+                        elif kind == "int_value":
+                            attrs[key] = value.int_value
+                        elif kind is None:
+                            attrs[key] = None
+                        else:
+                            attrs[key] = _pb_value(value)
+                append(
                     SpanView(
-                        attrs=_pb_attrs(span.attributes, opts),
-                        resource=resource,
-                        scope_name=scope_name,
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        start_ns=span.start_time_unix_nano,
-                        end_ns=span.end_time_unix_nano,
-                        parent_span_id=span.parent_span_id.hex(),
+                        attrs,
+                        resource,
+                        scope_name,
+                        span.trace_id.hex(),
+                        span.span_id.hex(),
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        span.parent_span_id.hex(),
                     )
                 )
     return views

@@ -240,7 +240,7 @@ def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
 def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutcome:
     """One span -> a record dict (``Mapped``), or why not (``Ignored``/``Rejected``)."""
     opts = options or DEFAULT_OPTIONS
-    return _map(span, opts, _plans(opts))
+    return _map(span, opts, plan_for(_plans(opts), span.attrs, span.scope_name, opts.tenant_attributes))
 
 
 def _plans(opts: MappingOptions) -> dict[tuple[Any, ...], Plan]:
@@ -251,11 +251,10 @@ def _plans(opts: MappingOptions) -> dict[tuple[Any, ...], Plan]:
     return plans  # type: ignore[no-any-return]
 
 
-def _map(span: SpanView, opts: MappingOptions, plans: dict[tuple[Any, ...], Plan]) -> SpanOutcome:
-    """``map_span`` with the shape cache at hand: only the names the span carries are read,
+def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
+    """``map_span`` given the span's shape plan: only the names the span carries are read,
     in the documented precedence, so a malformed value rejects it as it always did."""
     attrs = span.attrs
-    plan = plan_for(plans, attrs, span.scope_name, opts.tenant_attributes)
     try:
         if plan.rollup:
             skip = _rollup_or_not_call(attrs)
@@ -341,9 +340,14 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
     """
     opts = options or DEFAULT_OPTIONS
     result = BatchResult()
-    plans = _plans(opts)
-    pairs = [(span, _map(span, opts, plans)) for span in spans]
-    for outcome in correlate(pairs, opts):
+    plans, tenant_keys = _plans(opts), opts.tenant_attributes
+    pairs: list[tuple[SpanView, SpanOutcome]] = []
+    owns: list[bool] = []
+    for span in spans:
+        plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
+        pairs.append((span, _map(span, opts, plan)))
+        owns.append(plan.own)
+    for outcome in correlate(pairs, opts, owns):
         result.add(outcome)
     return result
 
@@ -364,14 +368,17 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
     result = BatchResult()
     total = 0
     pairs: list[tuple[SpanView, SpanOutcome]] = []
-    plans = _plans(opts)
+    owns: list[bool] = []
+    plans, tenant_keys = _plans(opts), opts.tenant_attributes
     for view in spans_from_json(doc, opts):
         total += 1
         if isinstance(view, Rejected):
             result.add(view)
         else:
-            pairs.append((view, _map(view, opts, plans)))
-    for outcome in correlate(pairs, opts):
+            plan = plan_for(plans, view.attrs, view.scope_name, tenant_keys)
+            pairs.append((view, _map(view, opts, plan)))
+            owns.append(plan.own)
+    for outcome in correlate(pairs, opts, owns):
         result.add(outcome)
     return result, total
 
