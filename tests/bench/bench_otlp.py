@@ -157,17 +157,19 @@ def over_loopback(
     return rate
 
 
-def in_process(label: str, fn: Any, body: bytes, repeat: int = 30) -> float:
-    """Best of 5 runs, in CPU time (load from other processes does not count)."""
-    rates = []
-    for _ in range(5):
-        began = time.process_time()
-        for _ in range(repeat):
-            fn(body)
-        rates.append(BATCH * repeat / (time.process_time() - began))
-    rate = max(rates)
-    print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span)")
-    return rate
+def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int = 30) -> dict[str, float]:
+    """Spans per CPU-second of each case, best of ``rounds`` runs taken in turn (so the ratios
+    between cases see the same load; CPU time, so load from other processes counts little)."""
+    best = dict.fromkeys(cases, 0.0)
+    for _ in range(rounds):
+        for label, (fn, body) in cases.items():
+            began = time.process_time()
+            for _ in range(repeat):
+                fn(body)
+            best[label] = max(best[label], BATCH * repeat / (time.process_time() - began))
+    for label, rate in best.items():
+        print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span)")
+    return best
 
 
 def walk(body: bytes) -> None:
@@ -192,10 +194,13 @@ def measure(quick: bool = False) -> dict[str, float]:
         f"ignored kinds: {sorted(set(IGNORED.values()))}"
     )
     json_bodies = [to_json(b) for b in bodies]
-    bare = in_process("bare protobuf decode (in process, baseline)", ExportTraceServiceRequest.FromString, bodies[0])
-    walked = in_process("walk: ids, times, attribute names (floor)", walk, bodies[0])
-    mapped = in_process("decode + map, protobuf (in process)", map_protobuf, bodies[0])
-    mapped_json = in_process("decode + map, OTLP/JSON (in process)", map_json, json_bodies[0])
+    rates = in_process({
+        "bare protobuf decode (in process, baseline)": (ExportTraceServiceRequest.FromString, bodies[0]),
+        "walk: ids, times, attribute names (floor)": (walk, bodies[0]),
+        "decode + map, protobuf (in process)": (map_protobuf, bodies[0]),
+        "decode + map, OTLP/JSON (in process)": (map_json, json_bodies[0]),
+    })
+    bare, walked, mapped, mapped_json = rates.values()
     pb = over_loopback(
         "loopback, protobuf", bodies, calls, {"Content-Type": "application/x-protobuf"}
     )

@@ -277,6 +277,10 @@ class SpanCorrelator:
                 for member in group:  # counted as duplicates by the pipeline's dedupe
                     member.request_id = family.request_id
                 continue
+            if len(group) == 1:  # the common case: what the general rule below gives for one
+                family.request_id = group[0].request_id
+                family.emitted = True
+                continue
             best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
             with_id = next((m for m in group if m.response_id is not None), None)
             source = best if best.response_id is not None or with_id is None else with_id
