@@ -312,7 +312,7 @@ def _correlator(opts: MappingOptions) -> SpanCorrelator | None:
 
 
 def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
-    """(input total, cache read, cache write, output) of a block ``_usage_block`` made."""
+    """(input total, cache read, cache write, output) of a block ``blocks.usage_block`` made."""
     if "prompt_tokens" in usage or "completion_tokens" in usage or "prompt_tokens_details" in usage:
         details = usage.get("prompt_tokens_details") or {}
         return (

@@ -40,6 +40,7 @@ from exporter.sources.otlp.attributes import (
     read_count,
     read_string,
 )
+from exporter.sources.otlp.blocks import completeness, usage_block
 from exporter.sources.otlp.correlate import correlate
 from exporter.sources.otlp.decode import _pb_value, parse_protobuf, spans_from_protobuf
 from exporter.sources.otlp.dialects import DETECT_VALUE_KEYS, DIALECT_KEYS, DIALECTS, FALLBACK, detect_dialect
@@ -47,10 +48,8 @@ from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 from exporter.sources.otlp.gateway import S_REQUESTED_MODEL, S_RESPONSE_CACHE, S_SERVICE_TIER, gateway_keys
 from exporter.sources.otlp.mapping import (
     IGNORE_NOT_MODEL_CALL,
-    _completeness,
     _optimizer,
     _rollup_or_not_call,
-    _usage_block,
     map_span,
     map_spans,
     normalise_provider,
@@ -108,11 +107,11 @@ def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
-            usage, flags = _usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
             if usage:
                 record["usage"] = usage
             if flags:
-                record["source_flags"] = _completeness(flags)
+                record["source_flags"] = completeness(flags)
         if has_savings or S_METHOD in attrs:
             for key, out_key in ((S_BEFORE, "tokens_before"), (S_AFTER, "tokens_after"),
                                  (S_WOULD, "would_have_saved")):
