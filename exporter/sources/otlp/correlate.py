@@ -62,6 +62,7 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
+from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     Ignored,
@@ -75,7 +76,6 @@ MAX_DEPTH = 8
 MAX_ENTRIES = 65536
 IGNORE_SAME_CALL = "same_call"
 
-Fingerprint = tuple[str, int, int, int, int]
 
 
 @dataclass(slots=True)
@@ -102,15 +102,6 @@ class _Family:
     emitted: bool = False
 
 
-@dataclass(slots=True)
-class _Print:
-    dialect: str
-    end_ns: int
-    family: int
-    has_response_id: bool
-    matched: bool = False
-
-
 @dataclass
 class SpanCorrelator:
     window_seconds: float = 120.0
@@ -123,7 +114,7 @@ class SpanCorrelator:
     _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
     _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
     _families: dict[int, _Family] = field(default_factory=dict)
-    _prints: dict[Fingerprint, list[_Print]] = field(default_factory=dict)
+    _prints: PrintIndex = field(default_factory=PrintIndex)
     _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
     _next: int = 0
     _now: float = 0.0  # the clock when the request being resolved arrived
@@ -148,11 +139,8 @@ class SpanCorrelator:
                 self._pending.pop(key, None)
             elif kind == "print":
                 fp, entry = key
-                entries = self._prints.get(fp)
-                if entries is not None and entry in entries:
-                    entries.remove(entry)
-                    if not entries:
-                        del self._prints[fp]
+                if not entry.matched:  # a matched print has left its queue already
+                    self._prints.drop(fp, entry)
 
     def _new_family(self, member: Member) -> int:
         self._next += 1
@@ -227,12 +215,13 @@ class SpanCorrelator:
         # (c) the fingerprint, across dialects
         fingerprint = self._fingerprint(member)
         if family is None and fingerprint is not None:
-            family = self._match_print(fingerprint, member)
+            family = self._prints.match(fingerprint, member.dialect, member.response_id is not None,
+                                        member.end_ns, self.end_tolerance_ns, self._families)
         if family is None:
             family = self._new_family(member)
             if fingerprint is not None:
-                entry = _Print(member.dialect, member.end_ns, family, member.response_id is not None)
-                self._prints.setdefault(fingerprint, []).append(entry)
+                entry = Print(member.dialect, member.end_ns, family, member.response_id is not None, family)
+                self._prints.add(fingerprint, entry)
                 self._remember("print", (fingerprint, entry))
         else:
             known = self._families[family]
@@ -251,20 +240,6 @@ class SpanCorrelator:
         if member.usage is None or not (member.usage[0] or member.usage[3]) or not member.model:
             return None
         return (member.model.lower(), *member.usage)
-
-    def _match_print(self, fingerprint: Fingerprint, member: Member) -> int | None:
-        for entry in self._prints.get(fingerprint, ()):
-            if entry.matched or entry.dialect == member.dialect:
-                continue
-            if entry.has_response_id and member.response_id is not None:
-                continue
-            if abs(entry.end_ns - member.end_ns) > self.end_tolerance_ns:
-                continue
-            if entry.family not in self._families:
-                continue
-            entry.matched = True
-            return entry.family
-        return None
 
     def _choose(self, members: Sequence[Member]) -> None:
         """Per family: keep the best member of this request unless the family was emitted."""
