@@ -18,6 +18,8 @@ Sections (each module also runs alone, ``python -m tests.bench.<module>``):
             bench_tail_vs_replay (subprocess): the tailing path's CPU per line against replay's, rotations
 - memory    bench_ledger: the dedupe ledger vs the set-based one (bytes/id, checkpoint size, restore time);
             bench_memory: RSS with 1M dedupe ids + 10k series; RSS along an hour-equivalent of input
+- otlp      bench_otlp (subprocess): the OTLP/HTTP receiver over loopback (protobuf, OTLP/JSON) and
+            decode + map per span against the bare protobuf decode, with the floor of reading the spans
 
 All data is generated deterministically (fixed seeds). Never part of pytest
 (``tests/bench/conftest.py`` ignores ``bench_*.py``; this module has no tests).
@@ -45,7 +47,7 @@ from tests.bench.benchlib import ROOT, Row, machine, verdict
 VENV_PYTHON = Path("/tmp/bench-venv/bin/python")
 DOC = ROOT / "docs" / "performance.md"
 LAST = Path(os.environ.get("BENCH_RESULTS", "/tmp/llm-savings-bench-last.json"))
-SECTIONS = ("ingest", "pricing", "genai", "counting", "scrape", "sidecar", "memory")
+SECTIONS = ("ingest", "pricing", "genai", "counting", "scrape", "sidecar", "memory", "otlp")
 
 
 def _sub(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> str:
@@ -182,9 +184,18 @@ def memory(quick: bool) -> list[Row]:
     return bench_memory.run(400_000 if quick else 3_600_000)
 
 
+def otlp(quick: bool) -> list[Row]:
+    from tests.bench import bench_otlp
+
+    out = _sub([sys.executable, "-m", "tests.bench.bench_otlp", "--json", *(["--quick"] if quick else [])])
+    lines = out.strip().splitlines()
+    print("  " + "\n  ".join(lines[:-1]), flush=True)
+    return bench_otlp.rows(json.loads(lines[-1]))
+
+
 RUNNERS: dict[str, Callable[[bool], list[Row]]] = {
     "ingest": ingest, "pricing": pricing, "genai": genai, "counting": counting, "scrape": scrape, "sidecar": sidecar,
-    "memory": memory,
+    "memory": memory, "otlp": otlp,
 }
 
 

@@ -40,7 +40,9 @@ completions) is decoded, kept or logged.
 
 Modules: ``http`` (the receiver: ``server`` for HTTP and bodies, ``receiver``
 for the queue and dispatch), ``file``, ``decode`` (bytes -> ``SpanView``),
-``mapping`` (``SpanView`` -> record), ``dialects`` (one module per
+``mapping`` (``SpanView`` -> record; ``plan`` makes its name-only decisions
+once per span shape, ``blocks`` builds its usage block, ``correlate`` counts one
+call once), ``dialects`` (one module per
 instrumentation's attribute names), ``attributes`` (typed readers),
 ``spans`` (the values passed between them).
 """

@@ -129,9 +129,10 @@ def read_count(attrs: Mapping[str, Any], key: str) -> int | None:
 def first_count(attrs: Mapping[str, Any], keys: Iterable[str]) -> int | None:
     """The first count present among ``keys``."""
     for key in keys:
-        value = read_count(attrs, key)
-        if value is not None:
-            return value
+        if attrs.get(key) is not None:  # the common absent name costs no call
+            value = read_count(attrs, key)
+            if value is not None:
+                return value
     return None
 
 

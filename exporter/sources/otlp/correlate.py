@@ -62,6 +62,7 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
+from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     Ignored,
@@ -75,7 +76,6 @@ MAX_DEPTH = 8
 MAX_ENTRIES = 65536
 IGNORE_SAME_CALL = "same_call"
 
-Fingerprint = tuple[str, int, int, int, int]
 
 
 @dataclass(slots=True)
@@ -102,15 +102,6 @@ class _Family:
     emitted: bool = False
 
 
-@dataclass(slots=True)
-class _Print:
-    dialect: str
-    end_ns: int
-    family: int
-    has_response_id: bool
-    matched: bool = False
-
-
 @dataclass
 class SpanCorrelator:
     window_seconds: float = 120.0
@@ -123,16 +114,17 @@ class SpanCorrelator:
     _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
     _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
     _families: dict[int, _Family] = field(default_factory=dict)
-    _prints: dict[Fingerprint, list[_Print]] = field(default_factory=dict)
+    _prints: PrintIndex = field(default_factory=PrintIndex)
     _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
     _next: int = 0
+    _now: float = 0.0  # the clock when the request being resolved arrived
 
     # --- memory -------------------------------------------------------------
     def _remember(self, kind: str, key: Any) -> None:
-        self._order.append((self.clock(), kind, key))
+        self._order.append((self._now, kind, key))  # by the arrival of the request
 
     def _evict(self) -> None:
-        horizon = self.clock() - self.window_seconds
+        horizon = self._now - self.window_seconds
         order = self._order
         while order and (order[0][0] < horizon or len(order) > self.max_entries):
             _, kind, key = order.popleft()
@@ -147,11 +139,8 @@ class SpanCorrelator:
                 self._pending.pop(key, None)
             elif kind == "print":
                 fp, entry = key
-                entries = self._prints.get(fp)
-                if entries is not None and entry in entries:
-                    entries.remove(entry)
-                    if not entries:
-                        del self._prints[fp]
+                if not entry.matched:  # a matched print has left its queue already
+                    self._prints.drop(fp, entry)
 
     def _new_family(self, member: Member) -> int:
         self._next += 1
@@ -165,20 +154,23 @@ class SpanCorrelator:
         ``links``: (span key, parent key) of every span of the request.
         """
         with self._lock:
+            self._now = self.clock()
             self._evict()
+            known, order, now = self._parent, self._order, self._now
             for key, parent in links:
-                if parent and key not in self._parent:
-                    self._parent[key] = parent
-                    self._remember("parent", key)
+                if parent and key not in known:
+                    known[key] = parent
+                    order.append((now, "parent", key))
             # a non-model span links a waiting descendant to its own parent
-            model_keys = {m.key for m in members}
-            for key, parent in links:
-                if key in model_keys:
-                    continue
-                waiting = self._pending.pop(key, None)
-                if waiting is not None and parent:
-                    self._pending[parent] = waiting
-                    self._remember("pending", parent)
+            if self._pending:
+                model_keys = {m.key for m in members}
+                for key, parent in links:
+                    if key in model_keys:
+                        continue
+                    waiting = self._pending.pop(key, None)
+                    if waiting is not None and parent:
+                        self._pending[parent] = waiting
+                        self._remember("pending", parent)
             for member in members:
                 self._place(member)
             self._choose(members)
@@ -223,12 +215,13 @@ class SpanCorrelator:
         # (c) the fingerprint, across dialects
         fingerprint = self._fingerprint(member)
         if family is None and fingerprint is not None:
-            family = self._match_print(fingerprint, member)
+            family = self._prints.match(fingerprint, member.dialect, member.response_id is not None,
+                                        member.end_ns, self.end_tolerance_ns, self._families)
         if family is None:
             family = self._new_family(member)
             if fingerprint is not None:
-                entry = _Print(member.dialect, member.end_ns, family, member.response_id is not None)
-                self._prints.setdefault(fingerprint, []).append(entry)
+                entry = Print(member.dialect, member.end_ns, family, member.response_id is not None, family)
+                self._prints.add(fingerprint, entry)
                 self._remember("print", (fingerprint, entry))
         else:
             known = self._families[family]
@@ -248,20 +241,6 @@ class SpanCorrelator:
             return None
         return (member.model.lower(), *member.usage)
 
-    def _match_print(self, fingerprint: Fingerprint, member: Member) -> int | None:
-        for entry in self._prints.get(fingerprint, ()):
-            if entry.matched or entry.dialect == member.dialect:
-                continue
-            if entry.has_response_id and member.response_id is not None:
-                continue
-            if abs(entry.end_ns - member.end_ns) > self.end_tolerance_ns:
-                continue
-            if entry.family not in self._families:
-                continue
-            entry.matched = True
-            return entry.family
-        return None
-
     def _choose(self, members: Sequence[Member]) -> None:
         """Per family: keep the best member of this request unless the family was emitted."""
         by_family: dict[int, list[Member]] = {}
@@ -272,6 +251,10 @@ class SpanCorrelator:
             if family.emitted:
                 for member in group:  # counted as duplicates by the pipeline's dedupe
                     member.request_id = family.request_id
+                continue
+            if len(group) == 1:  # the common case: what the general rule below gives for one
+                family.request_id = group[0].request_id
+                family.emitted = True
                 continue
             best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
             with_id = next((m for m in group if m.response_id is not None), None)
@@ -304,7 +287,7 @@ def _correlator(opts: MappingOptions) -> SpanCorrelator | None:
 
 
 def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
-    """(input total, cache read, cache write, output) of a block ``_usage_block`` made."""
+    """(input total, cache read, cache write, output) of a block ``blocks.usage_block`` made."""
     if "prompt_tokens" in usage or "completion_tokens" in usage or "prompt_tokens_details" in usage:
         details = usage.get("prompt_tokens_details") or {}
         return (
@@ -318,19 +301,22 @@ def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
     return (usage.get("input_tokens", 0) + read + write, read, write, usage.get("output_tokens") or 0)
 
 
-def _member(span: SpanView, record: dict[str, Any]) -> Member | None:
+def _own(span: SpanView) -> bool:
+    """This project's own spans carry their ids and savings on purpose: never correlated."""
+    return any(key.startswith("llm_savings.") for key in span.attrs)
+
+
+def _member(span: SpanView, record: dict[str, Any], key: str, parent_key: str, own: bool) -> Member | None:
     usage = record.get("usage")
-    if not usage or not span.trace_id or not span.span_id:
+    if not usage or not key or own:
         return None
-    if any(key.startswith("llm_savings.") for key in span.attrs):
-        return None  # this project's own spans carry their ids and savings on purpose
     flags = record.get("source_flags", ())
     response_id = span.attrs.get(A_RESPONSE_ID)
     response_id = response_id if isinstance(response_id, str) and response_id else None
-    complete = not any(flag != RESPONSE_CACHE_HIT for flag in flags)
+    complete = flags.count(RESPONSE_CACHE_HIT) == len(flags)  # no flag but the cache hit
     return Member(
-        key=f"{span.trace_id}:{span.span_id}",
-        parent_key=f"{span.trace_id}:{span.parent_span_id}" if span.parent_span_id else "",
+        key=key,
+        parent_key=parent_key,
         dialect=str(record.get("source_dialect", "")),
         usage=_usage_numbers(usage),
         model=str(record.get("model", "")),
@@ -342,24 +328,34 @@ def _member(span: SpanView, record: dict[str, Any]) -> Member | None:
 
 
 def correlate(
-    pairs: list[tuple[SpanView, SpanOutcome]], opts: MappingOptions
+    pairs: list[tuple[SpanView, SpanOutcome]],
+    opts: MappingOptions,
+    owns: Sequence[bool] | None = None,
 ) -> list[SpanOutcome]:
-    """Apply the counted-once rules to one request's (span, outcome) pairs."""
+    """Apply the counted-once rules to one request's (span, outcome) pairs.
+
+    ``owns[i]``: whether ``pairs[i]``'s span is this project's own (an
+    ``llm_savings.*`` attribute); the mapping passes its per-shape answers,
+    else each span's names are scanned.
+    """
     correlator = _correlator(opts)
+    outcomes = [outcome for _, outcome in pairs]
     if correlator is None:
-        return [outcome for _, outcome in pairs]
-    links = [
-        (f"{v.trace_id}:{v.span_id}", f"{v.trace_id}:{v.parent_span_id}" if v.parent_span_id else "")
-        for v, _ in pairs
-        if v.trace_id and v.span_id
-    ]
+        return outcomes
+    links: list[tuple[str, str]] = []
     members: list[tuple[int, Member]] = []
     for index, (view, outcome) in enumerate(pairs):
-        if isinstance(outcome, Mapped):
-            member = _member(view, outcome.record)
+        if not (view.trace_id and view.span_id):
+            continue
+        trace = view.trace_id
+        key = f"{trace}:{view.span_id}"
+        parent_key = f"{trace}:{view.parent_span_id}" if view.parent_span_id else ""
+        links.append((key, parent_key))
+        if type(outcome) is Mapped:
+            own = owns[index] if owns is not None else _own(view)
+            member = _member(view, outcome.record, key, parent_key, own)
             if member is not None:
                 members.append((index, member))
-    outcomes = [outcome for _, outcome in pairs]
     if not members:
         return outcomes
     correlator.resolve(links, [member for _, member in members])

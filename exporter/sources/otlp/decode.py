@@ -76,23 +76,49 @@ def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
 def spans_from_protobuf(
     request: ExportTraceServiceRequest, options: MappingOptions | None = None
 ) -> list[SpanView]:
+    """Every span of a parsed request, its wanted attributes read straight off the upb messages.
+
+    The attribute loop is ``_pb_attrs`` written inline (one Python call per span, not one per
+    attribute): a name is looked up in the options' decisions before its value is touched, so
+    an unwanted value (a prompt) is never read into a Python object.
+    """
     opts = options or DEFAULT_OPTIONS
+    decisions = opts._decisions
+    wanted = opts.wanted
     views: list[SpanView] = []
+    append = views.append
     for resource_spans in request.resource_spans:
         resource = _pb_attrs(resource_spans.resource.attributes, opts)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
-                views.append(
+                attrs: dict[str, Any] = {}
+                for kv in span.attributes:
+                    key = kv.key
+                    keep = decisions.get(key)
+                    if keep is None:
+                        keep = wanted(key)
+                    if keep:
+                        value = kv.value
+                        kind = value.WhichOneof("value")
+                        if kind == "string_value":
+                            attrs[key] = value.string_value
+                        elif kind == "int_value":
+                            attrs[key] = value.int_value
+                        elif kind is None:
+                            attrs[key] = None
+                        else:
+                            attrs[key] = _pb_value(value)
+                append(
                     SpanView(
-                        attrs=_pb_attrs(span.attributes, opts),
-                        resource=resource,
-                        scope_name=scope_name,
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        start_ns=span.start_time_unix_nano,
-                        end_ns=span.end_time_unix_nano,
-                        parent_span_id=span.parent_span_id.hex(),
+                        attrs,
+                        resource,
+                        scope_name,
+                        span.trace_id.hex(),
+                        span.span_id.hex(),
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        span.parent_span_id.hex(),
                     )
                 )
     return views
@@ -196,7 +222,9 @@ def _json_attrs(kvs: Any, options: MappingOptions) -> dict[str, Any]:
         if keep is None:
             keep = options.wanted(key)
         if keep:
-            out[key] = _json_value(kv.get("value"))
+            value = kv.get("value")
+            text = value.get("stringValue") if type(value) is dict else None
+            out[key] = text if type(text) is str else _json_value(value)  # the common case inline
     return out
 
 
@@ -247,16 +275,21 @@ def _json_span(
     try:
         if not isinstance(span, dict) or resource is None:
             raise BadValue(REJECT_OTLP, "a span is not an object of the OTLP shape")
-        return SpanView(
-            attrs=_json_attrs(span.get("attributes"), options),
-            resource=resource,
-            scope_name=scope_name,
-            trace_id=_json_id(_j(span, "traceId", "trace_id"), 16),
-            span_id=_json_id(_j(span, "spanId", "span_id"), 8),
-            start_ns=_json_int(_j(span, "startTimeUnixNano", "start_time_unix_nano")),
-            end_ns=_json_int(_j(span, "endTimeUnixNano", "end_time_unix_nano")),
-            parent_span_id=_json_id(_j(span, "parentSpanId", "parent_span_id"), 8),
-        )
+        get = span.get  # each field by its lowerCamelCase name, else the protobuf one (_j inline)
+        attrs = _json_attrs(get("attributes"), options)
+        trace_id = get("traceId")
+        trace_id = _json_id(get("trace_id") if trace_id is None else trace_id, 16)
+        span_id = get("spanId")
+        span_id = _json_id(get("span_id") if span_id is None else span_id, 8)
+        start = get("startTimeUnixNano")
+        start = get("start_time_unix_nano") if start is None else start
+        start_ns = start if type(start) is int else _json_int(start)
+        end = get("endTimeUnixNano")
+        end = get("end_time_unix_nano") if end is None else end
+        end_ns = end if type(end) is int else _json_int(end)
+        parent = get("parentSpanId")
+        parent_id = _json_id(get("parent_span_id") if parent is None else parent, 8)
+        return SpanView(attrs, resource, scope_name, trace_id, span_id, start_ns, end_ns, parent_id)
     except BadValue as bad:
         return Rejected(bad.reason, bad.detail)
 

@@ -55,16 +55,9 @@ from typing import Any
 from exporter.sources.otlp.attributes import (
     A_AGENT_NAME,
     A_OI_KIND,
-    A_OI_MODEL,
-    A_OI_PROVIDER,
-    A_OI_SYSTEM,
     A_OPERATION,
     A_PAI_AGENT_NAME,
-    A_PROVIDER,
-    A_REQUEST_MODEL,
     A_RESPONSE_ID,
-    A_RESPONSE_MODEL,
-    A_SYSTEM,
     MAX_ID_CHARS,
     S_AFTER,
     S_BEFORE,
@@ -82,6 +75,7 @@ from exporter.sources.otlp.attributes import (
     read_count,
     read_string,
 )
+from exporter.sources.otlp.blocks import completeness, usage_block
 from exporter.sources.otlp.correlate import IGNORE_SAME_CALL, correlate
 from exporter.sources.otlp.decode import (
     UndecodableRequest,
@@ -90,17 +84,9 @@ from exporter.sources.otlp.decode import (
     spans_from_json,
     spans_from_protobuf,
 )
-from exporter.sources.otlp.dialects import FALLBACK, Dialect, UsageCounts, detect_dialect
-from exporter.sources.otlp.dialects.base import (
-    MISSING_CACHE_DETAIL,
-    MISSING_CACHE_TTL,
-    MISSING_INCLUSIVE,
-    MISSING_USAGE_OBJECT,
-    RESPONSE_CACHE_HIT,
-    SOURCE_FLAGS,
-)
-from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
+from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
 from exporter.sources.otlp.gateway import gateway_keys
+from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     BatchResult,
@@ -146,8 +132,6 @@ PROVIDER_ALIASES: dict[str, str] = {
     "x-ai": "xai",
 }
 
-_MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL, A_LANGFUSE_MODEL)
-_PROVIDER_KEYS = (A_PROVIDER, A_SYSTEM, A_OI_PROVIDER, A_OI_SYSTEM)
 _SAVINGS_FIELDS = (
     (S_BEFORE, "tokens_before"),
     (S_AFTER, "tokens_after"),
@@ -158,81 +142,6 @@ _SAVINGS_FIELDS = (
 def normalise_provider(name: str) -> str:
     lowered = name.strip().lower()
     return PROVIDER_ALIASES.get(lowered, lowered)
-
-
-def _usage_block(
-    counts: UsageCounts, dialect: Dialect, forced: bool | None
-) -> tuple[dict[str, Any], list[str]]:
-    """The usage block and what it lacks for exact dollars (``SOURCE_FLAGS``, in that order).
-
-    OpenAI-shaped, with the cache added back to an input that excludes it; when
-    the span gives the 5m/1h split of cache writes, Anthropic-shaped (disjoint
-    tiers) instead, the one shape that carries the split.
-    """
-    inp, out, read, write, total = counts[:5]
-    w5, w1h = counts.write_5m, counts.write_1h
-    split = w5 is not None and w1h is not None
-    if split and write is None:
-        write = (w5 or 0) + (w1h or 0)
-    flags = set(counts.flags)
-    cached = (read or 0) + (write or 0)
-    if inp is not None and cached:
-        includes_cache = forced
-        if includes_cache is None:
-            includes_cache = counts.includes_cache
-        if includes_cache is None:
-            if total is not None and out is not None and inp + out == total:
-                includes_cache = True
-            elif total is not None and out is not None and inp + cached + out == total:
-                includes_cache = False
-            else:
-                includes_cache = dialect.input_includes_cache
-                flags.add(MISSING_INCLUSIVE)
-        if not includes_cache:
-            inp += cached
-    if write and not (split and (w5 or 0) + (w1h or 0) == write):
-        flags.add(MISSING_CACHE_TTL)
-        split = False
-    ordered = [flag for flag in SOURCE_FLAGS if flag in flags]
-    if split and inp is not None and inp >= cached:
-        return {
-            "input_tokens": inp - cached,
-            "cache_read_input_tokens": read or 0,
-            "cache_creation_input_tokens": write or 0,
-            "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1h},
-            "output_tokens": out or 0,
-        }, ordered
-    usage: dict[str, Any] = {}
-    if inp is not None:
-        usage["prompt_tokens"] = inp
-    if out is not None:
-        usage["completion_tokens"] = out
-    details: dict[str, int] = {}
-    if read is not None:
-        details["cached_tokens"] = read
-    if write is not None:
-        details["cache_write_tokens"] = write
-    if details:
-        usage["prompt_tokens_details"] = details
-    return usage, ordered
-
-
-# The most consequential first: the one a record carries when it lacks several things.
-_COMPLETENESS_ORDER = (
-    MISSING_USAGE_OBJECT,
-    MISSING_CACHE_DETAIL,
-    MISSING_INCLUSIVE,
-    MISSING_CACHE_TTL,
-)
-
-
-def _completeness(flags: list[str]) -> list[str]:
-    """At most one completeness flag per record (``_COMPLETENESS_ORDER``), so that the flagged
-    share of requests is a plain sum; ``response_cache_hit`` is not one of them."""
-    out = [flag for flag in _COMPLETENESS_ORDER if flag in flags][:1]
-    if RESPONSE_CACHE_HIT in flags:
-        out.append(RESPONSE_CACHE_HIT)
-    return out
 
 
 def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
@@ -250,15 +159,31 @@ def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
 def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutcome:
     """One span -> a record dict (``Mapped``), or why not (``Ignored``/``Rejected``)."""
     opts = options or DEFAULT_OPTIONS
+    return _map(span, opts, plan_for(_plans(opts), span.attrs, span.scope_name, opts.tenant_attributes))
+
+
+def _plans(opts: MappingOptions) -> dict[tuple[Any, ...], Plan]:
+    """The options' cache of span shapes (``exporter.sources.otlp.plan``)."""
+    plans = opts._memory.get("plans")
+    if plans is None:
+        plans = opts._memory.setdefault("plans", {})
+    return plans  # type: ignore[no-any-return]
+
+
+def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
+    """``map_span`` given the span's shape plan: only the names the span carries are read,
+    in the documented precedence, so a malformed value rejects it as it always did."""
     attrs = span.attrs
     try:
-        skip = _rollup_or_not_call(attrs)
-        if skip is not None:
-            return Ignored(skip)
-        model = first_string(attrs, _MODEL_KEYS)
-        dialect = detect_dialect(attrs, span.scope_name)
-        has_savings = S_BEFORE in attrs or S_AFTER in attrs or S_WOULD in attrs
-        if model is None and dialect is None and not has_savings:
+        if plan.rollup:
+            skip = _rollup_or_not_call(attrs)
+            if skip is not None:
+                return Ignored(skip)
+        model = first_string(attrs, plan.model_keys) if plan.model_keys else None
+        dialect = plan.dialect
+        if dialect is UNDECIDED:
+            dialect = detect_dialect(attrs, span.scope_name)
+        if model is None and dialect is None and not plan.has_savings:
             return Ignored(IGNORE_NOT_MODEL_CALL)
         if dialect is None:
             dialect = FALLBACK
@@ -266,10 +191,10 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
         end_ns = span.end_ns or span.start_ns
         if end_ns > 0:
             record["ts"] = end_ns / 1e9
-        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS)
+        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS) if plan.request_id_key else None
         if request_id is None and dialect.request_id is not None:
             request_id = dialect.request_id(attrs)
-        if request_id is None:
+        if request_id is None and plan.response_id_key:
             request_id = read_string(attrs, A_RESPONSE_ID, MAX_ID_CHARS)
         if request_id is None and span.trace_id and span.span_id:
             request_id = f"{span.trace_id}:{span.span_id}"
@@ -277,20 +202,22 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
             record["request_id"] = request_id
         if model is not None:
             record["model"] = model
-        provider = first_string(attrs, _PROVIDER_KEYS)
-        if provider is not None:
-            record["provider"] = normalise_provider(provider)
-        tenant_keys = opts.tenant_attributes
-        tenant = first_string(attrs, tenant_keys) or first_string(span.resource, tenant_keys)
+        if plan.provider_keys:
+            provider = first_string(attrs, plan.provider_keys)
+            if provider is not None:
+                record["provider"] = normalise_provider(provider)
+        tenant = first_string(attrs, plan.tenant_keys) if plan.tenant_keys else None
+        if tenant is None and span.resource:
+            tenant = first_string(span.resource, opts.tenant_attributes)
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
-            usage, flags = _usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
             if usage:
                 record["usage"] = usage
             if flags:
-                record["source_flags"] = _completeness(flags)
-        if has_savings or S_METHOD in attrs:
+                record["source_flags"] = completeness(flags)
+        if plan.savings_or_method:
             for key, out_key in _SAVINGS_FIELDS:
                 value = read_count(attrs, key)
                 if value is not None:
@@ -298,9 +225,10 @@ def map_span(span: SpanView, options: MappingOptions | None = None) -> SpanOutco
             method = read_string(attrs, S_METHOD)
             if method is not None:
                 record["count_method"] = method
-        if S_OPT_MODEL in attrs or S_OPT_INPUT in attrs or S_OPT_OUTPUT in attrs:
+        if plan.optimizer:
             record["optimizer"] = _optimizer(attrs)
-        record.update(gateway_keys(attrs))
+        if plan.gateway:
+            record.update(gateway_keys(attrs))
         record["source_dialect"] = dialect.name
         return Mapped(record)
     except BadValue as bad:
@@ -334,8 +262,14 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
     """
     opts = options or DEFAULT_OPTIONS
     result = BatchResult()
-    pairs = [(span, map_span(span, opts)) for span in spans]
-    for outcome in correlate(pairs, opts):
+    plans, tenant_keys = _plans(opts), opts.tenant_attributes
+    pairs: list[tuple[SpanView, SpanOutcome]] = []
+    owns: list[bool] = []
+    for span in spans:
+        plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
+        pairs.append((span, _map(span, opts, plan)))
+        owns.append(plan.own)
+    for outcome in correlate(pairs, opts, owns):
         result.add(outcome)
     return result
 
@@ -356,13 +290,17 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
     result = BatchResult()
     total = 0
     pairs: list[tuple[SpanView, SpanOutcome]] = []
+    owns: list[bool] = []
+    plans, tenant_keys = _plans(opts), opts.tenant_attributes
     for view in spans_from_json(doc, opts):
         total += 1
         if isinstance(view, Rejected):
             result.add(view)
         else:
-            pairs.append((view, map_span(view, opts)))
-    for outcome in correlate(pairs, opts):
+            plan = plan_for(plans, view.attrs, view.scope_name, tenant_keys)
+            pairs.append((view, _map(view, opts, plan)))
+            owns.append(plan.own)
+    for outcome in correlate(pairs, opts, owns):
         result.add(outcome)
     return result, total
 

@@ -51,6 +51,8 @@ FALLBACK = llm_savings.DIALECT
 DIALECT_NAMES = tuple(dialect.name for dialect in DIALECTS)
 # Every exact attribute name a dialect reads (the decoders keep these).
 DIALECT_KEYS = frozenset().union(*(dialect.keys for dialect in DIALECTS))
+# The names whose values some detection reads (a span with one is detected from its values).
+DETECT_VALUE_KEYS = frozenset().union(*(dialect.detect_reads for dialect in DIALECTS))
 
 _OWN: tuple[tuple[Dialect, Detect], ...] = tuple((dialect, dialect.detect) for dialect in DIALECTS)
 _SHARED: tuple[tuple[Dialect, Detect], ...] = tuple(
@@ -70,6 +72,7 @@ def detect_dialect(attrs: Mapping[str, Any], scope_name: str) -> Dialect | None:
 
 
 __all__ = [
+    "DETECT_VALUE_KEYS",
     "DIALECTS",
     "DIALECT_KEYS",
     "DIALECT_NAMES",

@@ -63,6 +63,10 @@ class Dialect:
     total decides it. ``keys`` are the exact attribute names ``usage`` and
     ``detect`` read, so the decoders keep them. ``request_id``, when given,
     chooses the dedupe id (``llm_savings.request_id`` still overrides it).
+    ``detect_reads`` names the attributes whose VALUES (not only presence)
+    ``detect``/``detect_shared`` read: every other decision of theirs must depend
+    on which names a span carries and its scope alone, so the mapping detects
+    once per span shape (``exporter.sources.otlp.plan``).
     """
 
     name: str
@@ -72,6 +76,7 @@ class Dialect:
     keys: frozenset[str] = frozenset()
     detect_shared: Detect | None = None
     request_id: ReadId | None = None
+    detect_reads: frozenset[str] = frozenset()
 
 
 __all__ = [

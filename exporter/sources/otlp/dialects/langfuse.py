@@ -135,4 +135,5 @@ DIALECT = Dialect(
     usage=usage,
     input_includes_cache=False,
     keys=frozenset({A_TYPE, A_USAGE, A_MODEL}),
+    detect_reads=frozenset({A_TYPE}),
 )

@@ -1,0 +1,311 @@
+"""The fast OTLP paths equal a plain reference: the per-shape mapping and the inlined protobuf decode.
+
+The references below are the mapping and decoder as they read before the
+per-shape plans (``exporter.sources.otlp.plan``) and the inlined attribute
+loop: every name tried in precedence order on every span, every dialect's
+``detect`` called in turn, one call per attribute. Random spans draw their
+names from every dialect's, the common, gateway, savings and optimizer names
+and some unknown ones, with values of every type (malformed ones too), and
+the same shapes recur with new values under shared options, so a plan cached
+from one span and wrongly reused for another would show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from exporter.sources.otlp.attributes import (
+    A_RESPONSE_ID,
+    COMMON_KEYS,
+    MAX_ID_CHARS,
+    S_AFTER,
+    S_BEFORE,
+    S_METHOD,
+    S_OPT_CACHE_READ,
+    S_OPT_INPUT,
+    S_OPT_MODEL,
+    S_OPT_OUTPUT,
+    S_OPT_PROVIDER,
+    S_REQUEST_ID,
+    S_WOULD,
+    BadValue,
+    Unsupported,
+    first_string,
+    read_count,
+    read_string,
+)
+from exporter.sources.otlp.blocks import completeness, usage_block
+from exporter.sources.otlp.correlate import correlate
+from exporter.sources.otlp.decode import _pb_value, parse_protobuf, spans_from_protobuf
+from exporter.sources.otlp.dialects import DETECT_VALUE_KEYS, DIALECT_KEYS, DIALECTS, FALLBACK, detect_dialect
+from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
+from exporter.sources.otlp.gateway import S_REQUESTED_MODEL, S_RESPONSE_CACHE, S_SERVICE_TIER, gateway_keys
+from exporter.sources.otlp.mapping import (
+    IGNORE_NOT_MODEL_CALL,
+    _optimizer,
+    _rollup_or_not_call,
+    map_span,
+    map_spans,
+    normalise_provider,
+)
+from exporter.sources.otlp.plan import MODEL_KEYS, PROVIDER_KEYS
+from exporter.sources.otlp.spans import (
+    DEFAULT_OPTIONS,
+    BatchResult,
+    Ignored,
+    Mapped,
+    MappingOptions,
+    Rejected,
+    SpanOutcome,
+    SpanView,
+)
+
+PROPERTY = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+# --- the reference mapping (every name, every dialect, every span) -------------------------------
+
+
+def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
+    attrs = span.attrs
+    try:
+        skip = _rollup_or_not_call(attrs)
+        if skip is not None:
+            return Ignored(skip)
+        model = first_string(attrs, MODEL_KEYS)
+        dialect = detect_dialect(attrs, span.scope_name)
+        has_savings = S_BEFORE in attrs or S_AFTER in attrs or S_WOULD in attrs
+        if model is None and dialect is None and not has_savings:
+            return Ignored(IGNORE_NOT_MODEL_CALL)
+        if dialect is None:
+            dialect = FALLBACK
+        record: dict[str, Any] = {}
+        end_ns = span.end_ns or span.start_ns
+        if end_ns > 0:
+            record["ts"] = end_ns / 1e9
+        request_id = read_string(attrs, S_REQUEST_ID, MAX_ID_CHARS)
+        if request_id is None and dialect.request_id is not None:
+            request_id = dialect.request_id(attrs)
+        if request_id is None:
+            request_id = read_string(attrs, A_RESPONSE_ID, MAX_ID_CHARS)
+        if request_id is None and span.trace_id and span.span_id:
+            request_id = f"{span.trace_id}:{span.span_id}"
+        if request_id is not None:
+            record["request_id"] = request_id
+        if model is not None:
+            record["model"] = model
+        provider = first_string(attrs, PROVIDER_KEYS)
+        if provider is not None:
+            record["provider"] = normalise_provider(provider)
+        keys = opts.tenant_attributes
+        tenant = first_string(attrs, keys) or first_string(span.resource, keys)
+        if tenant is not None:
+            record["tenant"] = tenant
+        if dialect.usage is not None:
+            usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            if usage:
+                record["usage"] = usage
+            if flags:
+                record["source_flags"] = completeness(flags)
+        if has_savings or S_METHOD in attrs:
+            for key, out_key in ((S_BEFORE, "tokens_before"), (S_AFTER, "tokens_after"),
+                                 (S_WOULD, "would_have_saved")):
+                value = read_count(attrs, key)
+                if value is not None:
+                    record[out_key] = value
+            method = read_string(attrs, S_METHOD)
+            if method is not None:
+                record["count_method"] = method
+        if S_OPT_MODEL in attrs or S_OPT_INPUT in attrs or S_OPT_OUTPUT in attrs:
+            record["optimizer"] = _optimizer(attrs)
+        record.update(gateway_keys(attrs))
+        record["source_dialect"] = dialect.name
+        return Mapped(record)
+    except BadValue as bad:
+        end_ns = span.end_ns or span.start_ns
+        return Rejected(bad.reason, bad.detail, end_ns / 1e9 if end_ns > 0 else None)
+
+
+def reference_map_spans(spans: Iterable[SpanView], opts: MappingOptions) -> BatchResult:
+    result = BatchResult()
+    pairs = [(span, reference_map_span(span, opts)) for span in spans]
+    for outcome in correlate(pairs, opts):  # each span's names scanned for llm_savings.*
+        result.add(outcome)
+    return result
+
+
+# --- random spans from every dialect's names -------------------------------------------------------
+
+NAMES = sorted(
+    COMMON_KEYS | DIALECT_KEYS | GATEWAY_KEYS
+    | {S_BEFORE, S_AFTER, S_WOULD, S_METHOD, S_REQUEST_ID, "llm_savings.tenant", S_OPT_MODEL,
+       S_OPT_PROVIDER, S_OPT_INPUT, S_OPT_OUTPUT, S_OPT_CACHE_READ, S_SERVICE_TIER, S_RESPONSE_CACHE,
+       S_REQUESTED_MODEL, "team", "gen_ai.usage.unknown_tokens", "llm_savings.other", "http.method"}
+)
+SCOPES = ["", "x", "com.anthropic.sdk", "openlit.otel.tracing", "opentelemetry.instrumentation.openai_v2",
+          "opentelemetry.util.genai", "opentelemetry.instrumentation.openai.v1",
+          "opentelemetry.instrumentation.anthropic", "pydantic-ai", "litellm", "langfuse-sdk",
+          "openinference.instrumentation.openai"]
+WORDS = ["", "gpt-4o-mini", "claude-sonnet-4", "openai", "aws.bedrock", "gcp.gemini", "generation",
+         "GENERATION", "embedding", "span", "LLM", "llm", "AGENT", "CHAIN", "TOOL", "chat", "invoke_agent",
+         "execute_tool", "true", "True", "false", "exact", "semantic", "unspecified", "flex", "priority",
+         "12", "007", "-3", "1e3", "tiktoken", "estimate", "x" * 300,
+         "{'prompt_tokens': 30, 'completion_tokens': 4, 'prompt_tokens_details': {'cached_tokens': 10}}",
+         '{"input": 5, "output": 2, "cache_read_input_tokens": 3}', '{"prompt_tokens": 9}', "not json"]
+VALUES = st.one_of(
+    st.none(),
+    st.integers(min_value=-5, max_value=5000),
+    st.sampled_from([2**53 - 1, 2**53, 2**63 - 1, -(2**63)]),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from(WORDS),
+    st.text(max_size=12),
+    st.sampled_from([Unsupported("array_value"), Unsupported("kvlist_value"), Unsupported("bytes_value")]),
+)
+# A name whose value decides the dialect (langfuse's type) takes deciding values often.
+DETECTED_BY_VALUE = st.sampled_from(["generation", "span", "EMBEDDING", "", None, 3])
+IDS = st.sampled_from(["", "ab" * 16, "cd" * 16])
+SPAN_IDS = st.sampled_from(["", "01" * 8, "02" * 8, "03" * 8])
+TIMES = st.sampled_from([0, 1, 1_796_100_000 * 10**9, 1_796_100_000 * 10**9 + 5])
+
+
+@st.composite
+def shaped_spans(draw: st.DrawFn) -> list[SpanView]:
+    """A few shapes (name lists and a scope), each drawn several times with new values."""
+    spans: list[SpanView] = []
+    for _ in range(draw(st.integers(1, 3))):
+        names = draw(st.lists(st.sampled_from(NAMES), max_size=10, unique=True))
+        scope = draw(st.sampled_from(SCOPES))
+        resource = draw(st.dictionaries(st.sampled_from(["llm_savings.tenant", "tenant.id", "team"]),
+                                        VALUES, max_size=2))
+        for _ in range(draw(st.integers(1, 4))):
+            attrs = {name: draw(DETECTED_BY_VALUE if name in DETECT_VALUE_KEYS else VALUES) for name in names}
+            spans.append(SpanView(attrs, resource, scope, draw(IDS), draw(SPAN_IDS), draw(TIMES),
+                                  draw(TIMES), draw(SPAN_IDS)))
+    return spans
+
+
+# Shared across examples on purpose: their shape caches outlive one example.
+SHARED = (DEFAULT_OPTIONS, MappingOptions(tenant_attributes=("team", "tenant.id"), input_includes_cache=False),
+          MappingOptions(input_includes_cache=True))
+
+
+def _same(a: SpanOutcome, b: SpanOutcome) -> bool:
+    return type(a) is type(b) and a == b
+
+
+@PROPERTY
+@given(shaped_spans(), st.sampled_from(range(len(SHARED))))
+def test_map_span_equals_the_reference(spans: list[SpanView], which: int) -> None:
+    opts = SHARED[which]
+    for span in spans:
+        fast, slow = map_span(span, opts), reference_map_span(span, opts)
+        assert _same(fast, slow), (span, fast, slow)
+
+
+@PROPERTY
+@given(shaped_spans(), st.booleans())
+def test_map_spans_with_correlation_equals_the_reference(spans: list[SpanView], tenant: bool) -> None:
+    kw: dict[str, Any] = {"tenant_attributes": ("team",)} if tenant else {}
+    fast, slow = map_spans(spans, MappingOptions(**kw)), reference_map_spans(spans, MappingOptions(**kw))
+    assert (fast.records, fast.rejected, fast.rejections, fast.ignored) == (
+        slow.records, slow.rejected, slow.rejections, slow.ignored)
+
+
+def test_every_dialect_is_reachable_by_the_random_names() -> None:
+    """The property above covers each dialect: a span of its own names in its scope is detected as it."""
+    seen = set()
+    for dialect in DIALECTS:
+        for scope in SCOPES:
+            for names in (sorted(dialect.keys), [S_BEFORE], *([key] for key in sorted(dialect.keys))):
+                attrs: dict[str, Any] = dict.fromkeys(names, 5)
+                if dialect.detect_reads:  # langfuse: by the observation type's value
+                    attrs.update(dict.fromkeys(dialect.detect_reads, "generation"))
+                found = detect_dialect(attrs, scope)
+                if found is not None:
+                    seen.add(found.name)
+    assert seen == {dialect.name for dialect in DIALECTS}
+    assert set(NAMES) >= DIALECT_KEYS
+
+
+# --- the protobuf decoder against a plain one ---------------------------------------------------------
+
+
+def reference_pb_attrs(kvs: Iterable[KeyValue], opts: MappingOptions) -> dict[str, Any]:
+    return {kv.key: _pb_value(kv.value) for kv in kvs if opts.wanted(kv.key)}
+
+
+def reference_spans_from_protobuf(request: ExportTraceServiceRequest, opts: MappingOptions) -> list[SpanView]:
+    views = []
+    for rs in request.resource_spans:
+        resource = reference_pb_attrs(rs.resource.attributes, opts)
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                views.append(SpanView(reference_pb_attrs(span.attributes, opts), resource, ss.scope.name,
+                                      span.trace_id.hex(), span.span_id.hex(), span.start_time_unix_nano,
+                                      span.end_time_unix_nano, span.parent_span_id.hex()))
+    return views
+
+
+def _any_value(value: Any) -> AnyValue:
+    out = AnyValue()
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int):
+        out.int_value = value
+    elif isinstance(value, float):
+        out.double_value = value
+    elif isinstance(value, str):
+        out.string_value = value
+    elif isinstance(value, bytes):
+        out.bytes_value = value
+    elif isinstance(value, list):
+        out.array_value.values.add().string_value = "prompt text"
+    return out  # None: an empty AnyValue
+
+
+PB_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
+                      st.sampled_from(WORDS), st.just(b"\x00\x01"), st.just(["x"]))
+PROMPT_NAMES = ["gen_ai.prompt.0.content", "llm.input_messages.0.message.content", "input.value"]
+
+
+@PROPERTY
+@given(st.lists(st.tuples(st.sampled_from(SCOPES),
+                          st.lists(st.lists(st.tuples(st.sampled_from(NAMES + PROMPT_NAMES), PB_VALUES),
+                                            max_size=8), max_size=4)), min_size=1, max_size=3),
+       st.dictionaries(st.sampled_from(["tenant.id", "service.name"]), PB_VALUES, max_size=2))
+def test_protobuf_decode_equals_the_reference(
+    scopes: list[tuple[str, list[list[tuple[str, Any]]]]], resource: dict[str, Any]
+) -> None:
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    for key, value in resource.items():
+        rs.resource.attributes.add(key=key, value=_any_value(value))
+    for n, (scope, spans) in enumerate(scopes):
+        ss = rs.scope_spans.add()
+        ss.scope.name = scope
+        for i, attributes in enumerate(spans):
+            span = ss.spans.add(trace_id=bytes([n]) * 16, span_id=bytes([i + 1]) * 8,
+                                start_time_unix_nano=i, end_time_unix_nano=i * 7)
+            for key, value in attributes:
+                span.attributes.add(key=key, value=_any_value(value))
+    parsed = parse_protobuf(request.SerializeToString())
+    fast = spans_from_protobuf(parsed, MappingOptions())
+    slow = reference_spans_from_protobuf(parsed, MappingOptions())
+    assert [(_comparable(v.attrs), _rest(v)) for v in fast] == [(_comparable(v.attrs), _rest(v)) for v in slow]
+    for view in fast:
+        assert not set(view.attrs) & set(PROMPT_NAMES)  # prompt text is never decoded
+
+
+def _comparable(attrs: Mapping[str, Any]) -> list[Any]:
+    return [(k, repr(v) if isinstance(v, Unsupported) else (type(v), v)) for k, v in attrs.items()]
+
+
+def _rest(view: SpanView) -> tuple[Any, ...]:
+    return (view.scope_name, view.trace_id, view.span_id, view.start_ns, view.end_ns, view.parent_span_id,
+            _comparable(view.resource))
