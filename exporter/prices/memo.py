@@ -49,7 +49,7 @@ def whole_second(ts: float) -> int:
 class ZoneClock:
     """The local minute of the day in one zone, from UTC offsets cached per quarter hour."""
 
-    __slots__ = ("zone", "_offsets")
+    __slots__ = ("_offsets", "zone")
 
     def __init__(self, zone: str) -> None:
         self.zone = _zone(zone)
@@ -92,7 +92,7 @@ def window_table(windows: tuple[Window, ...], zone: str) -> bytes:
 class Plan:
     """One (version, name, provider, service tier) of a model whose prompt size or time of day changes its rates."""
 
-    __slots__ = ("table", "base", "service_tier", "aboves", "clocks", "windows", "width", "slots")
+    __slots__ = ("aboves", "base", "clocks", "service_tier", "slots", "table", "width", "windows")
 
     def __init__(self, table: PriceTable, base: PricedModel, service_tier: str | None, tiers: ModelTiers) -> None:
         self.table, self.base, self.service_tier = table, base, service_tier

@@ -178,7 +178,8 @@ def test_window_table_names_the_first_window_holding_each_minute():
     windows = (Window("a", "UTC", 60, 120, 0.5, ()), Window("b", "UTC", 90, 30, None, (("input", 1.0),)),
                Window("c", "Asia/Tokyo", 0, 1439, 0.1, ()))
     table = window_table(windows, "UTC")
-    assert (table[59], table[60], table[119], table[120], table[1439], table[0], table[30], table[29]) == (0, 1, 1, 2, 2, 2, 0, 2)
+    shown = [table[minute] for minute in (59, 60, 119, 120, 1439, 0, 30, 29)]
+    assert shown == [0, 1, 1, 2, 2, 2, 0, 2]
     assert set(window_table(windows, "Asia/Tokyo")) == {0, 3}
 
 
