@@ -153,8 +153,9 @@ def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
             savings += effect
         elif effect < 0:
             premium -= effect
-    saved = cell[SAVED] * factor * rate_in / PER_MILLION
-    would = cell[WOULD_SAVE] * factor * rate_in / PER_MILLION
+    # no tokens saved: 0.0 as the product would give (rates and factors are finite and >= 0)
+    saved = cell[SAVED] * factor * rate_in / PER_MILLION if cell[SAVED] else 0.0
+    would = cell[WOULD_SAVE] * factor * rate_in / PER_MILLION if cell[WOULD_SAVE] else 0.0
     if rates.cliff_saved or rates.cliff_would:  # only cells of records whose counterfactual crossed a tier
         usage = _tier_sums(cell)
         actual = _rates(rates)
