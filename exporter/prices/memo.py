@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import math
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from exporter.prices.tiers import ModelTiers, Window, _zone, priced_as
@@ -76,6 +77,7 @@ class ZoneClock:
         return (second + offset) // 60 % MINUTES_PER_DAY
 
 
+@lru_cache(maxsize=1024)  # one per distinct model's windows: the plans of its versions and tiers share it
 def window_table(windows: tuple[Window, ...], zone: str) -> bytes:
     """Per local minute of the day in ``zone``: 1 + the index of the first window of it holding it, else 0."""
     table = bytearray(MINUTES_PER_DAY)
