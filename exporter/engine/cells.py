@@ -18,7 +18,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
-from exporter.prices.table import PER_MILLION, PricedModel
+from exporter.prices.table import PER_MILLION, PROVIDER_METHOD, PricedModel
 
 REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE = range(8)
 # Populations of records with savings (compacted: tokens_before > tokens_after): Σ tokens_before of
@@ -99,6 +99,9 @@ class Dollars(NamedTuple):
         return self.cache_read_savings - self.cache_write_premium
 
 
+_new_tuple = tuple.__new__  # a Dollars from its fields without the named tuple's Python-level __new__
+
+
 class Populations(NamedTuple):
     """Baseline and sent input tokens of a cell's compacted and untouched records."""
 
@@ -116,37 +119,58 @@ def populations(cell: list[int]) -> Populations:
 
 
 def cell_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
-    """The dollar figures of one cell (docs/prices.md), from its token sums."""
-    factor, factor_source = rates.factor(method or None)
+    """The dollar figures of one cell (docs/prices.md), from its token sums.
+
+    Runs for every changed cell at every scrape and for every priced request of a
+    replay: the loop over the cache tiers is unrolled and the tuple built without
+    the named tuple's Python ``__new__``; the float operations and their order are
+    the same as written out plainly, so the figures are bit-identical.
+    """
+    factor, factor_source = (1.0, "provider") if method == PROVIDER_METHOD else rates.factor(method or None)
+    rate_in = rates.input
+    read, write_5m, write_1h = cell[CACHE_READ], cell[WRITE_5M], cell[WRITE_1H]
     spend = (
-        cell[FRESH] * rates.input
-        + cell[CACHE_READ] * rates.cache_read
-        + cell[WRITE_5M] * rates.cache_write_5m
-        + cell[WRITE_1H] * rates.cache_write_1h
+        cell[FRESH] * rate_in
+        + read * rates.cache_read
+        + write_5m * rates.cache_write_5m
+        + write_1h * rates.cache_write_1h
         + cell[OUTPUT] * rates.output
     ) / PER_MILLION
     # The provider's cache effect per tier; a tier cheaper than input is a saving,
-    # dearer a premium, so both counters only ever grow.
+    # dearer a premium, so both counters only ever grow. No tokens in a tier: no effect.
     savings = premium = 0.0
-    for effect in (cell[CACHE_READ] * (rates.input - rates.cache_read),
-                   cell[WRITE_5M] * (rates.input - rates.cache_write_5m),
-                   cell[WRITE_1H] * (rates.input - rates.cache_write_1h)):
+    if read:
+        effect = read * (rate_in - rates.cache_read)
         if effect > 0:
             savings += effect
         elif effect < 0:
             premium -= effect
-    saved = cell[SAVED] * factor * rates.input / PER_MILLION
-    would = cell[WOULD_SAVE] * factor * rates.input / PER_MILLION
+    if write_5m:
+        effect = write_5m * (rate_in - rates.cache_write_5m)
+        if effect > 0:
+            savings += effect
+        elif effect < 0:
+            premium -= effect
+    if write_1h:
+        effect = write_1h * (rate_in - rates.cache_write_1h)
+        if effect > 0:
+            savings += effect
+        elif effect < 0:
+            premium -= effect
+    # no tokens saved: 0.0 as the product would give (rates and factors are finite and >= 0)
+    saved = cell[SAVED] * factor * rate_in / PER_MILLION if cell[SAVED] else 0.0
+    would = cell[WOULD_SAVE] * factor * rate_in / PER_MILLION if cell[WOULD_SAVE] else 0.0
     if rates.cliff_saved or rates.cliff_would:  # only cells of records whose counterfactual crossed a tier
         usage = _tier_sums(cell)
         actual = _rates(rates)
         if rates.cliff_saved:
             saved += (sum(u * (c - a) for u, c, a in zip(usage, rates.cliff_saved, actual, strict=True))
-                      + cell[SAVED] * factor * (rates.cliff_saved[0] - rates.input)) / PER_MILLION
+                      + cell[SAVED] * factor * (rates.cliff_saved[0] - rate_in)) / PER_MILLION
         if rates.cliff_would:
             would += (sum(u * (a - c) for u, c, a in zip(usage, rates.cliff_would, actual, strict=True))
-                      - cell[WOULD_SAVE] * factor * (rates.input - rates.cliff_would[0])) / PER_MILLION
-    return Dollars(spend, saved, would, savings / PER_MILLION, premium / PER_MILLION, factor, factor_source)
+                      - cell[WOULD_SAVE] * factor * (rate_in - rates.cliff_would[0])) / PER_MILLION
+    return _new_tuple(Dollars, (spend, saved, would, savings / PER_MILLION, premium / PER_MILLION, factor,
+                                factor_source))
 
 
 def _tier_sums(cell: list[int]) -> tuple[int, int, int, int, int]:

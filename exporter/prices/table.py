@@ -5,9 +5,8 @@ each version is complete on its own. A model unknown to that version is *unprice
 invented. A missing cache-write rate falls back to its family's multiplier of the input rate, else
 to the input rate (no invented premium); a missing cache-read rate to the input rate (no discount).
 A model's optional ``tokenizer`` key groups models for ``calibrate``; pricing never reads it.
-Validation errors name file, line, key and value (``exporter.yamlpos``). ``PricedModel`` is frozen
-and hashable: the aggregates keep the exact rates they counted with, so a later table never
-reprices what was already counted.
+Validation errors name file, line, key and value (``exporter.yamlpos``). ``PricedModel`` is frozen and
+hashable: the aggregates keep the exact rates they counted with (a later table never reprices them).
 """
 
 from __future__ import annotations
@@ -22,12 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from exporter.yamlpos import Located, YamlError, load_located
 
 if TYPE_CHECKING:
     from exporter.prices.match import Matcher, ProviderRules
+    from exporter.prices.memo import Key, Plan
     from exporter.prices.tiers import ModelTiers
 
 SCHEMA = "llm-savings-prices/v1"
@@ -120,10 +120,9 @@ class PriceTable:
     def __init__(self, versions: list[PriceVersion], sha256: str, path: str) -> None:
         self.versions = sorted(versions, key=lambda v: v.effective_from)
         self._starts = [v.effective_from for v in self.versions]
-        self.sha256 = sha256
-        self.path = path
+        self.sha256, self.path = sha256, path
         self._cache: dict[tuple[int, str, str | None], PricedModel | str] = {}
-        self.has_tiers = any(v.tiers for v in self.versions)
+        self._memo: dict[Key, PricedModel | str | Plan] = {}  # lookup's results (prices.memo)
         self.tier_cache: dict[PricedModel, PricedModel] = {}  # prices.tiers.priced_as
 
     def version_at(self, ts: float) -> PriceVersion | None:
@@ -132,12 +131,13 @@ class PriceTable:
 
     def lookup(self, model: str, ts: float, provider: str | None = None, *, service_tier: str | None = None,
                prompt_tokens: int = 0) -> PricedModel | str:
-        """The rates for ``model`` at ``ts`` (its service tier, prompt size and time of day), or why unpriced."""
-        base = self._lookup(model, ts, provider)
-        if isinstance(base, str) or (service_tier is None and not self.has_tiers):
-            return base
-        from exporter.prices.tiers import priced_as
-        return priced_as(self, base, ts, service_tier, prompt_tokens)
+        """The rates for ``model`` at ``ts`` (service tier, prompt size, time of day), or why unpriced (prices.memo)."""
+        key = (bisect.bisect_right(self._starts, ts) - 1, model, provider, service_tier)
+        hit = self._memo.get(key)
+        if hit is None:
+            from exporter.prices.memo import plan
+            hit = plan(self, key, self._memo)
+        return hit if type(hit) is PricedModel or type(hit) is str else cast("Plan", hit).at(ts, prompt_tokens)
 
     def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
         version = self.version_at(ts)

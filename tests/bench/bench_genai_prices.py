@@ -10,6 +10,11 @@ Ours per request: ``PriceTable.lookup(name, ts, service_tier=, prompt_tokens=)``
 ``cell_dollars(...).spend`` over a one-record cell, the pipeline's arithmetic. Theirs:
 ``calc_price(Usage(...), model_ref, provider_id=, genai_request_timestamp=, price_context=)``.
 Best CPU time of 3 alternating rounds; dollars compared within 1e-9 relative (ours is a float).
+
+The loop floor is the same loop over the same records doing nothing but what ours does around
+its two calls (build the name and the one-record cell, keep a figure): no lookup, no dollars.
+It bounds the ratio any pricing code called this way can reach; a second row prints it, and
+the same loop calling two empty functions of the same signatures (what the two calls cost).
 """
 
 from __future__ import annotations
@@ -35,7 +40,16 @@ def measure(n: int = 5000) -> dict[str, Any]:
         from genai_prices import data_snapshot
     except ImportError:
         return {"skipped": "genai-prices is not installed: pip install 'llm-savings-exporter[genai-prices]'"}
-    from exporter.engine.aggregate import CACHE_READ, CELL_WIDTH, FRESH, OUTPUT, WRITE_1H, WRITE_5M, cell_dollars
+    from exporter.engine.aggregate import (
+        CACHE_READ,
+        CELL_WIDTH,
+        FRESH,
+        OUTPUT,
+        WRITE_1H,
+        WRITE_5M,
+        Dollars,
+        cell_dollars,
+    )
     from exporter.prices.importers.genai_prices import convert, genai_resolver
     from exporter.prices.table import PricedModel, parse_price_table
 
@@ -69,6 +83,37 @@ def measure(n: int = 5000) -> dict[str, Any]:
             out.append(cell_dollars(cell, priced, "provider").spend)
         return out
 
+    def floor() -> list[float]:  # ours without the lookup and the dollars: what bounds it
+        out = []
+        for provider, model, fresh, read, write, output, _ts, _tier in records:
+            name = f"{provider}/{model}"
+            cell = [0] * CELL_WIDTH
+            cell[0], cell[FRESH], cell[CACHE_READ], cell[WRITE_5M], cell[OUTPUT] = 1, fresh, read, write, output
+            cell[WRITE_1H] = 0
+            out.append(float(len(name)))
+        return out
+
+    some_rates = table.newest.models[f"{models[0][0]}/{models[0][1]}"]
+    some_dollars = cell_dollars([0] * CELL_WIDTH, some_rates, "provider")
+
+    def empty_lookup(model: str, ts: float, provider: str | None = None, *, service_tier: str | None = None,
+                     prompt_tokens: int = 0) -> PricedModel | str:
+        return some_rates
+
+    def empty_dollars(cell: list[int], rates: PricedModel, method: str) -> Dollars:
+        return some_dollars
+
+    def calls() -> list[float]:  # ours with two empty functions of the same signatures: the cost of calling
+        out = []
+        for provider, model, fresh, read, write, output, ts, tier in records:
+            priced = empty_lookup(f"{provider}/{model}", ts, service_tier=tier, prompt_tokens=fresh + read + write)
+            assert isinstance(priced, PricedModel)
+            cell = [0] * CELL_WIDTH
+            cell[0], cell[FRESH], cell[CACHE_READ], cell[WRITE_5M], cell[OUTPUT] = 1, fresh, read, write, output
+            cell[WRITE_1H] = 0
+            out.append(empty_dollars(cell, priced, "provider").spend)
+        return out
+
     calc_price, usage = genai_prices.calc_price, genai_prices.Usage
 
     def theirs() -> list[float]:
@@ -83,10 +128,10 @@ def measure(n: int = 5000) -> dict[str, Any]:
             out.append(float(price.total_price))
         return out
 
-    times: dict[str, list[float]] = {"ours": [], "genai_prices": []}
+    times: dict[str, list[float]] = {"ours": [], "genai_prices": [], "floor": [], "calls": []}
     results: dict[str, list[float]] = {}
     for rep in range(3):
-        order = (("ours", ours), ("genai_prices", theirs))
+        order = (("ours", ours), ("genai_prices", theirs), ("floor", floor), ("calls", calls))
         for name, fn in order if rep % 2 == 0 else order[::-1]:
             started = time.process_time()
             results[name] = fn()
@@ -95,6 +140,7 @@ def measure(n: int = 5000) -> dict[str, Any]:
                  for a, b in zip(results["ours"], results["genai_prices"], strict=True))
     return {"genai_prices_version": genai_prices.__version__, "models": len(models), "records": n,
             "ours_calls_per_s": n / min(times["ours"]), "genai_calls_per_s": n / min(times["genai_prices"]),
+            "floor_calls_per_s": n / min(times["floor"]), "empty_calls_per_s": n / min(times["calls"]),
             "differing_records": differ}
 
 
@@ -105,9 +151,19 @@ def rows(result: dict[str, Any]) -> list[Row]:
     ratio = result["ours_calls_per_s"] / result["genai_calls_per_s"]
     notes = [f"genai-prices {result['genai_prices_version']}; {result['records']:,} requests over "
              f"{result['models']} models; dollars differ (> 1e-9 relative) on {result['differing_records']}"]
+    floor, empty = result["floor_calls_per_s"], result.get("empty_calls_per_s", 0.0)
+    ours_us, floor_us = 1e6 / result["ours_calls_per_s"], 1e6 / floor
+    notes.append(f"ours {ours_us:.2f} us per request, of which {floor_us:.2f} us the loop floor (next row): "
+                 f"lookup + cell_dollars take {ours_us - floor_us:.2f} us")
     return [Row(figure, f"{result['ours_calls_per_s']:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
                 f"{ratio:,.0f}x", f">= {TARGET:.0f}x", verdict(ratio >= TARGET, f"{ratio / TARGET:.0%} of target"),
-                notes)]
+                notes),
+            Row("loop floor of that row: the same loop building the name and the cell, no lookup, no dollars",
+                f"{floor:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
+                f"{floor / result['genai_calls_per_s']:,.0f}x", "-", "n/a",
+                ["the ratio no pricing code called per request this way can pass on this run",
+                 f"with two empty Python functions of the same signatures in place of lookup and cell_dollars: "
+                 f"{empty:,.0f}/s = {empty / result['genai_calls_per_s']:,.0f}x (the cost of the two calls alone)"])]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -326,7 +326,8 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
   `litellm.cost_per_token`, over every bundled model name LiteLLM also knows; dollars compared within 1e-9.
 - `tests/bench/bench_genai_prices.py`: per-request dollars with prompt tiers, service tiers, dated versions and
   time windows, `PriceTable.lookup` + `cell_dollars` on a table imported from genai-prices vs
-  `genai_prices.calc_price` on the same release's data; dollars compared within 1e-9.
+  `genai_prices.calc_price` on the same release's data; dollars compared within 1e-9. Its second row is the loop
+  floor: the same loop without the lookup and the dollars (and with two empty functions in their place).
 - `tests/bench/bench_tokens.py`: fresh text vs raw `tiktoken.encode_ordinary`; 50-turn transcript cache.
 - `tests/bench/bench_exposition.py`: `Exposition.render` over aggregates filled through the real `Pipeline` vs a
   private `CollectorRegistry` of labelled counters holding the same series, cold (a new `Exposition`) and with
