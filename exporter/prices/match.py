@@ -163,6 +163,12 @@ class Matcher:
         for model, owner, clause in rules:
             owners.setdefault(owner, []).append((model, clause))
         self._by_provider = {owner: _Pool(entries) for owner, entries in owners.items()}
+        # Without ``providers``: a record naming a provider (any case) tries that provider's rules and
+        # the rules of models with no ``provider`` key, in table order; an unknown provider only the latter.
+        self._unowned = _Pool([(model, clause) for model, owner, clause in rules if not owner])
+        self._with_unowned = {
+            key: _Pool([(model, clause) for model, owner, clause in rules if owner.lower() in (key, "")])
+            for key in {owner.lower() for owner in owners if owner}}
         self._providers = providers
         self._tests = {pid: (None if r.provider_match is None else compile_clause(r.provider_match),
                              None if r.model_match is None else compile_clause(r.model_match))
@@ -180,7 +186,8 @@ class Matcher:
     def find(self, name: str, provider: str | None) -> str | None:
         ref = name.lower()
         if self._providers is None:
-            return self._search([self._all if not provider else self._by_provider.get(provider, _EMPTY)], ref)
+            pool = self._all if not provider else self._with_unowned.get(provider.lower().strip(), self._unowned)
+            return self._search([pool], ref)
         chosen: str | None = None
         if provider:
             if provider.lower() == "litellm" and "/" in ref:  # LiteLLM's "<provider>/<model>" names

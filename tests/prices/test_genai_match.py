@@ -138,6 +138,17 @@ def test_rules_without_providers_try_the_record_provider_then_every_model() -> N
     assert version.resolve("m", "p").model == "p/m"  # <provider>/<name> exact, before rules
 
 
+def test_rules_without_providers_reach_models_with_no_provider_key_and_ignore_case() -> None:
+    """A hand-written rule on a model with no ``provider`` key serves records that name a provider."""
+    text = HEAD.format(match="{starts_with: Claude-}", providers="") + (
+        '      "gpt-4o":\n        input: 3.0\n        output: 4.0\n        match: {starts_with: gpt-4o}\n')
+    version = parse_price_table(text, "t.yaml").newest
+    for provider in (None, "openai", "OpenAI", "azure"):
+        assert version.resolve("gpt-4o-2024-08-06", provider).model == "gpt-4o", provider
+    assert version.resolve("Claude-opus-4", "P").model == "p/m"  # the provider key, any case
+    assert version.resolve("claude-opus-4", "q") is None  # another provider's rule is not tried
+
+
 def test_prices_show_says_a_rule_resolved_the_name(table: PriceTable) -> None:
     from exporter.prices.explain import explain
     ts = table.newest.effective_from
