@@ -42,19 +42,23 @@ def implausible(call: OptimizerCall, cap: int) -> bool:
 
 
 def count_optimizer(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, month: str, ts: float, tenant: str,
-                    call: OptimizerCall) -> None:
-    """Add one record's optimizer usage (``tenant`` is the record's tenant label)."""
+                    call: OptimizerCall) -> bool:
+    """Add one record's optimizer usage (``tenant`` is the record's tenant label).
+
+    True when the call's service tier is unknown to the table (priced at base rates): the caller
+    flags the record ``unknown_service_tier`` once, whichever of its tiers was unknown.
+    """
     usage = call.usage
     if usage is None:
         agg.count(agg.optimizer_unpriced, (month, model_cap(call.model), UNKNOWN_USAGE_SHAPE))
-        return
+        return False
     # billed as the provider bills it: the call's own prompt size picks the prompt tier, its service tier the rates
     priced = prices.lookup(call.model, ts, call.provider, service_tier=call.service_tier,
                            prompt_tokens=usage.fresh_input + usage.cache_read + usage.cache_write_5m
                            + usage.cache_write_1h)
+    unknown_tier = False
     if isinstance(priced, PricedModel):
-        if priced.service_tier == UNKNOWN_SERVICE_TIER:  # base rates, never silently: as a record's own tier
-            agg.count(agg.flagged, (month, "unknown_service_tier"))
+        unknown_tier = priced.service_tier == UNKNOWN_SERVICE_TIER  # base rates, never silently
         key = OptimizerKey(month, model_cap(priced.model), tenant, agg.rate_id(priced))
     else:
         key = OptimizerKey(month, model_cap(call.model), tenant, UNPRICED)
@@ -66,3 +70,4 @@ def count_optimizer(agg: Aggregates, model_cap: LabelCap, prices: PriceTable, mo
     cell[OPT_WRITE_5M] += usage.cache_write_5m
     cell[OPT_WRITE_1H] += usage.cache_write_1h
     cell[OPT_OUTPUT] += usage.output
+    return unknown_tier

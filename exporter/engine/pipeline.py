@@ -239,8 +239,9 @@ class Pipeline:
         route = self._routes.get(key)
         if route is None:
             route = self._route(key, ts)
+        tier_flagged = route[6] & UNKNOWN_TIER
         if route[6]:
-            if route[6] & UNKNOWN_TIER:
+            if tier_flagged:
                 agg.count(agg.flagged, (month, "unknown_service_tier"))
             if route[6] & TIERED:
                 saved_tokens = before - after if has_savings and before > after else 0  # type: ignore[operator]
@@ -283,7 +284,9 @@ class Pipeline:
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
         if optimizer is not None:
-            count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
+            if (count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
+                    and not tier_flagged):  # a record is flagged once
+                agg.count(agg.flagged, (month, "unknown_service_tier"))
         if requested_model is not None and requested_model != model:
             count_routing(agg, self.caps.model, self._prices, month, ts, requested_model, provider, cell_key.model,
                           cell_key.tenant, cell_key.rate_id, unpriced[2] if unpriced else None, usage, service_tier)

@@ -255,6 +255,18 @@ def test_optimizer_calls_are_priced_by_their_prompt_tier_and_service_tier(call, 
     assert _optimizer_spend(call) == (usd, flagged)
 
 
+@pytest.mark.parametrize(("record_tier", "optimizer_tier"), [("flex", "flex"), ("flex", "batch"), (None, "flex")])
+def test_a_record_with_an_unknown_tier_is_flagged_once(record_tier, optimizer_tier):
+    """``records_flagged_total`` counts records: an unknown tier on the record and on its optimizer call is one."""
+    pipeline = _pipeline()
+    tier = {} if record_tier is None else {"service_tier": record_tier}
+    pipeline.ingest_line(_line(request_id="f", usage={"promptTokenCount": 1_000, "candidatesTokenCount": 10}, **tier,
+                               optimizer={"model": "gemini-2.5-pro", "service_tier": optimizer_tier,
+                                          "usage": {"promptTokenCount": 1_000, "candidatesTokenCount": 0}}))
+    assert pipeline.aggregates.month_totals()[MONTH]["requests"] == 1
+    assert pipeline.aggregates.flagged == {(MONTH, "unknown_service_tier"): 1}
+
+
 def test_a_bad_optimizer_service_tier_is_refused_naming_the_field():
     pipeline = _pipeline()
     pipeline.ingest_line(_line(request_id="o", optimizer={"model": "gemini-2.5-pro", "service_tier": "no way",
