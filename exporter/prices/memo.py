@@ -151,8 +151,9 @@ def plan(table: PriceTable, key: Key, memo: dict[Key, PricedModel | str | Plan])
             found = base
         else:  # no tier or window can change it: any time and prompt size price alike
             found = priced_as(table, base, table._starts[index], service_tier, 0)
-    if len(memo) < MAX_ENTRIES:
-        memo[key] = found
+    if len(memo) >= MAX_ENTRIES:  # start again rather than stop caching (junk names must not slow every lookup)
+        memo.clear()
+    memo[key] = found
     return found
 
 

@@ -149,13 +149,11 @@ class PriceTable:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        if index < 0:
-            result: PricedModel | str = "before_first_version"
-        else:
-            priced = self.versions[index].resolve(model, provider)
-            result = priced if priced is not None else "unknown_model"
-        if len(self._cache) < 100_000:  # unknown model names are unbounded
-            self._cache[key] = result
+        priced = self.versions[index].resolve(model, provider) if index >= 0 else None
+        result: PricedModel | str = priced or ("unknown_model" if index >= 0 else "before_first_version")
+        if len(self._cache) >= 100_000:  # unknown model names are unbounded: start again, never stop caching
+            self._cache.clear()
+        self._cache[key] = result
         return result
 
     @property

@@ -140,6 +140,22 @@ def test_a_warm_memo_still_tells_windows_and_tiers_apart():
         ("late", "", 0.75), ("late", "above_200000", 1.5)]
 
 
+def test_a_full_memo_starts_again_and_keeps_caching(monkeypatch):
+    """Junk model names fill the memo; it is emptied, not frozen, so the names in use stay one dict hit."""
+    from exporter.prices import memo
+
+    monkeypatch.setattr(memo, "MAX_ENTRIES", 16)
+    table = load_price_table(None)
+    ts = table.newest.effective_from + 60
+    for i in range(40):
+        assert table.lookup(f"junk-{i}", ts) == "unknown_model"
+    name = next(iter(table.newest.models))
+    found = table.lookup(name, ts)
+    assert found is table.newest.models[name]
+    assert len(table._memo) <= 16
+    assert any(key[1] == name for key in table._memo), "the name in use is cached again"
+
+
 def test_v1_table_lookup_is_the_resolved_model():
     table = load_price_table(None)
     newest = table.newest
