@@ -283,10 +283,9 @@ class Pipeline:
         if flags:
             for flag in flags:
                 agg.count(agg.flagged, (month, flag))
-        if optimizer is not None:
-            if (count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant, optimizer)
-                    and not tier_flagged):  # a record is flagged once
-                agg.count(agg.flagged, (month, "unknown_service_tier"))
+        if optimizer is not None and count_optimizer(agg, self.caps.model, self._prices, month, ts, cell_key.tenant,
+                                                     optimizer) and not tier_flagged:  # a record is flagged once
+            agg.count(agg.flagged, (month, "unknown_service_tier"))
         if requested_model is not None and requested_model != model:
             count_routing(agg, self.caps.model, self._prices, month, ts, requested_model, provider, cell_key.model,
                           cell_key.tenant, cell_key.rate_id, unpriced[2] if unpriced else None, usage, service_tier)
