@@ -12,13 +12,17 @@ from collections.abc import Iterable
 
 OTHER = "other"
 MAX_LABEL_LENGTH = 128
+# component values the engine writes itself (engine.pipeline.UNATTRIBUTED, engine.cells.TIER_JUMP):
+# a record's component of that name would merge into them, so it is folded like any refused value
+RESERVED_COMPONENTS = frozenset({"unattributed", "tier_jump"})
 
 
 class LabelCap:
-    def __init__(self, name: str, max_values: int, allowlist: Iterable[str] = ()) -> None:
+    def __init__(self, name: str, max_values: int, allowlist: Iterable[str] = (), reserved: Iterable[str] = ()) -> None:
         self.name = name
         self.max_values = max_values
         self.allowlist = frozenset(allowlist)
+        self.reserved = frozenset(reserved)
         self.values: set[str] = set()
         self.overflow = 0
 
@@ -30,6 +34,7 @@ class LabelCap:
             or (self.allowlist and value not in self.allowlist)
             or len(self.values) >= self.max_values
             or not value.isprintable()  # control characters (NUL, CR, LF...) never reach a label
+            or value in self.reserved
         ):
             self.overflow += 1
             return OTHER
@@ -39,7 +44,7 @@ class LabelCap:
     def preload(self, values: Iterable[str]) -> None:
         """Values already in the checkpoint keep their place after a restart."""
         for value in values:
-            if value != OTHER and len(self.values) < self.max_values:
+            if value != OTHER and value not in self.reserved and len(self.values) < self.max_values:
                 self.values.add(value)
 
 
@@ -58,7 +63,7 @@ class LabelCaps:
         self.model = LabelCap("model", max_models, model_allowlist)
         self.tenant = LabelCap("tenant", max_tenants, tenant_allowlist)
         self.method = LabelCap("method", max_methods)
-        self.component = LabelCap("component", max_components)
+        self.component = LabelCap("component", max_components, reserved=RESERVED_COMPONENTS)
 
     def all(self) -> tuple[LabelCap, ...]:
         return (self.model, self.tenant, self.method, self.component)
