@@ -11,7 +11,7 @@ from exporter.prices.table import load_price_table
 
 
 def test_the_reserved_names_are_the_engines_own() -> None:
-    assert RESERVED_COMPONENTS == {UNATTRIBUTED, TIER_JUMP}
+    assert {UNATTRIBUTED, TIER_JUMP} == RESERVED_COMPONENTS
 
 
 def test_a_record_component_with_a_reserved_name_is_folded_to_other() -> None:
