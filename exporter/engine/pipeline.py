@@ -192,8 +192,8 @@ class Pipeline:
     ) -> bool:
         """Count one record, given as ``Record``'s fields in order; returns True (it was consumed).
 
-        The fast path of canonical lines (``fastparse.fast_parse``) calls this with
-        the fields it decoded, so an ordinary line never builds a ``Record``. The plain
+        The fast path of canonical lines (``fastparse.fast_record``, for the lines the plain
+        loop leaves) calls this with the fields it decoded, so no line builds a ``Record``. The plain
         line's loop (``plainpath``) repeats its common case inline: change both together
         (``tests/engine/test_plainpath.py`` holds them equal).
         """

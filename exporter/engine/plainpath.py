@@ -10,8 +10,8 @@ once per batch: no ``Record``, no call per line into ``fast_parse``,
 ``fast_ts`` or ``count_record``.
 
 Anything else - and any plain line that would not be an ordinary count (a
-future or expired timestamp, an implausible count, a tiered route is fine)
-- goes, with the decode already done, through ``fastparse.fast_record`` and
+future or expired timestamp, an implausible count; a prompt-tier route is
+counted here) - goes, with the decode already done, through ``fastparse.fast_record`` and
 ``Pipeline.count_record``, and from there to the reference parser, exactly as
 before. What this loop counts is what ``count_record`` would count for the
 same fields, step for step and in the same order (so even the aggregates'

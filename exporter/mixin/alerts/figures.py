@@ -70,7 +70,8 @@ def group(cfg: Values) -> Group:
             "base rates, so their spend and savings are those of the default tier: overstated for batch or "
             "flex, understated for priority, until the price table lists the tier.",
             "Records priced at default rates because their service tier is unknown\n"
-            "(llm_savings_priced_requests_total{service_tier=\"unknown\"} says which model).",
+            "(llm_savings_priced_requests_total{service_tier=\"unknown\"} says which model for a record's own\n"
+            "tier; an optimizer call's unknown tier shows only in the flag).",
         ),
         Alert(
             "LlmSavingsPriceTableStale",

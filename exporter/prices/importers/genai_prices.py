@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 from exporter.prices.importers.genai_rules import (
     Resolver,
+    _q,
     check_names,
     clause_of,
     clause_text,
@@ -51,7 +52,6 @@ BASE_DATE = date(2000, 1, 1)
 KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 _USED = {"input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok"}
 _USAGE_ONLY = {"web_searches_kcount", "storage_searches_kcount"}  # priced per use our records never report
-_DATED = re.compile(r"-(20\d\d)-(\d\d)-(\d\d)(?=-|:|$)")
 
 
 class GenaiPricesImportError(ValueError):
@@ -218,10 +218,6 @@ def state_at(model: Any, day: date, result: ImportResult, name: str) -> ModelSta
 
 # ---------------------------------------------------------------------------
 # text
-
-
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=True)
 
 
 def _num(value: Decimal) -> str:
