@@ -9,6 +9,8 @@ from exporter.mixin.dashboards.common import Panel, Row, Target, dashboard, savi
 from exporter.mixin.rules.provenance import BY, REQUESTS, SPEND, share
 
 FILE = "llm-savings-provenance.json"
+# a month with requests but none at a prompt or service tier shows 0, not an empty panel (on (): only when empty)
+NONE_IS_ZERO = "\nor on () vector(0)"
 
 
 def build(cfg: Values) -> dict[str, Any]:
@@ -79,14 +81,16 @@ def build(cfg: Values) -> dict[str, Any]:
               "other than base, per tier, and at a service tier other than default, per service tier (unknown: a "
               "tier the price table does not list for the model, priced at base rates). As the rules "
               "month_tier:llm_savings_priced_requests:ratio and month_service_tier:...:ratio.",
-              [Target(share(REQUESTS, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg), f"{by} {{{{{by}}}}}")
+              [Target(share(REQUESTS, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg) + NONE_IS_ZERO,
+                      f"{by} {{{{{by}}}}}")
                for by, default in BY],
               w=8, h=7, unit="percentunit", decimals=1),
         Panel("bargauge", "Share of spend priced at a prompt tier or service tier",
               "Month to date, of the chosen models' spend (all tenants; llm_savings_priced_spend_usd_total): the "
               "dollars a prompt tier other than base, or a service tier other than default, priced. As the rules "
               "month_tier:llm_savings_priced_spend_usd:ratio and month_service_tier:...:ratio.",
-              [Target(share(SPEND, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg), f"{by} {{{{{by}}}}}")
+              [Target(share(SPEND, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg) + NONE_IS_ZERO,
+                      f"{by} {{{{{by}}}}}")
                for by, default in BY],
               w=8, h=7, unit="percentunit", decimals=1),
     ]
