@@ -13,6 +13,12 @@ FILE = "llm-savings-provenance.json"
 NONE_IS_ZERO = "\nor on () vector(0)"
 
 
+def _shares(counters: tuple[str, str], cfg: Values) -> list[Target]:
+    """One target per label of ``BY``: the rules' ``SHARE`` over the dashboard's selectors."""
+    return [Target(share(counters, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg) + NONE_IS_ZERO,
+                   f"{by} {{{{{by}}}}}") for by, default in BY]
+
+
 def build(cfg: Values) -> dict[str, Any]:
     factor = [
         Panel("stat", "Dollars saved on the default factor",
@@ -81,18 +87,12 @@ def build(cfg: Values) -> dict[str, Any]:
               "other than base, per tier, and at a service tier other than default, per service tier (unknown: a "
               "tier the price table does not list for the model, priced at base rates). As the rules "
               "month_tier:llm_savings_priced_requests:ratio and month_service_tier:...:ratio.",
-              [Target(share(REQUESTS, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg) + NONE_IS_ZERO,
-                      f"{by} {{{{{by}}}}}")
-               for by, default in BY],
-              w=8, h=7, unit="percentunit", decimals=1),
+              _shares(REQUESTS, cfg), w=8, h=7, unit="percentunit", decimals=1),
         Panel("bargauge", "Share of spend priced at a prompt tier or service tier",
               "Month to date, of the chosen models' spend (all tenants; llm_savings_priced_spend_usd_total): the "
               "dollars a prompt tier other than base, or a service tier other than default, priced. As the rules "
               "month_tier:llm_savings_priced_spend_usd:ratio and month_service_tier:...:ratio.",
-              [Target(share(SPEND, by, default, "%(mtd_model)s", "%(mtd_model)s", cfg) + NONE_IS_ZERO,
-                      f"{by} {{{{{by}}}}}")
-               for by, default in BY],
-              w=8, h=7, unit="percentunit", decimals=1),
+              _shares(SPEND, cfg), w=8, h=7, unit="percentunit", decimals=1),
     ]
     divergence = [
         Panel("bargauge", "Estimator divergence: provider / counted, compacted vs untouched",
