@@ -83,9 +83,7 @@ def window_table(windows: tuple[Window, ...], zone: str) -> bytes:
     table = bytearray(MINUTES_PER_DAY)
     for minute in range(MINUTES_PER_DAY):
         for index, window in enumerate(windows):
-            inside = (window.start <= minute < window.end if window.start < window.end
-                      else minute >= window.start or minute < window.end)
-            if window.zone == zone and inside:
+            if window.zone == zone and window.holds(minute):
                 table[minute] = index + 1
                 break
     return bytes(table)

@@ -89,6 +89,10 @@ class Window(NamedTuple):
     multiplier: float | None
     rates: tuple[tuple[str, float], ...]  # explicit rates replacing the chosen ones
 
+    def holds(self, minute: int) -> bool:
+        """Whether a local minute of the day is inside (a window with end <= start wraps past midnight)."""
+        return self.start <= minute < self.end if self.start < self.end else minute >= self.start or minute < self.end
+
 
 @lru_cache(maxsize=4096)
 def written(value: float) -> Fraction:
@@ -132,10 +136,7 @@ class ModelTiers:
     def window_at(self, ts: float) -> Window | None:
         for window in self.windows:
             local = datetime.fromtimestamp(ts, _zone(window.zone))
-            minute = local.hour * 60 + local.minute
-            inside = (window.start <= minute < window.end if window.start < window.end
-                      else minute >= window.start or minute < window.end)
-            if inside:
+            if window.holds(local.hour * 60 + local.minute):
                 return window
         return None
 
