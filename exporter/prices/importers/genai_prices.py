@@ -39,13 +39,13 @@ from typing import Any, NamedTuple
 
 from exporter.prices.importers.genai_rules import (
     Resolver,
-    _q,
     check_names,
     clause_of,
     clause_text,
     provider_rules,
     provider_text,
 )
+from exporter.prices.importers.yamltext import quoted
 from exporter.prices.match import Clause
 
 BASE_DATE = date(2000, 1, 1)
@@ -238,20 +238,20 @@ def _set_text(rates: RateSet) -> str:
 
 def model_line(name: str, provider: str, state: ModelState, aliases: Sequence[str] = (), match: str = "") -> str:
     """One model as a one-line flow mapping (the versions repeat every model: keep them compact)."""
-    parts = [f"family: {_q(provider)}", f"provider: {_q(provider)}"]
+    parts = [f"family: {quoted(provider)}", f"provider: {quoted(provider)}"]
     if aliases:
-        parts.append("aliases: [" + ", ".join(_q(a) for a in aliases) + "]")
+        parts.append("aliases: [" + ", ".join(quoted(a) for a in aliases) + "]")
     if match:
         parts.append(f"match: {match}")
     parts.append(_set_text(state.rates))
     if state.service_tiers:
-        parts.append("service_tiers: {" + ", ".join(f"{_q(t)}: {{{_set_text(r)}}}"
+        parts.append("service_tiers: {" + ", ".join(f"{quoted(t)}: {{{_set_text(r)}}}"
                                                    for t, r in state.service_tiers) + "}")
     if state.windows:
         parts.append("time_windows: [" + ", ".join(
-            f"{{name: {w.name}, zone: UTC, start: {_q(w.start)}, end: {_q(w.end)}, {_rates_text(w.rates)}}}"
+            f"{{name: {w.name}, zone: UTC, start: {quoted(w.start)}, end: {quoted(w.end)}, {_rates_text(w.rates)}}}"
             for w in state.windows) + "]")
-    return f"      {_q(name)}: {{{', '.join(parts)}}}"
+    return f"      {quoted(name)}: {{{', '.join(parts)}}}"
 
 
 # ---------------------------------------------------------------------------
@@ -311,16 +311,16 @@ def convert(providers: Sequence[Any], resolve: Resolver, *, source: str, extra_n
         "schema: llm-savings-prices/v2",
         "providers:",
     ]
-    out += [f"  {_q(pid)}: {{{provider_text(found)}}}" for pid, found in provider_rules(providers).items()]
+    out += [f"  {quoted(pid)}: {{{provider_text(found)}}}" for pid, found in provider_rules(providers).items()]
     out.append("versions:")
     families = sorted(set(owner.values()))
     for index, day in enumerate(days):
         label = "genai-prices-base" if day == BASE_DATE else f"genai-prices-{day.isoformat()}"
-        out.append(f"  - version: {_q(label)}")
+        out.append(f"  - version: {quoted(label)}")
         out.append(f"    effective_from: \"{day.isoformat()}T00:00:00Z\"")
         why = "prices before every dated change" if day == BASE_DATE else f"prices from {day.isoformat()}"
-        out.append(f"    source: {_q(f'{source}: {why}')}")
-        out.append("    families: {" + ", ".join(f"{_q(f)}: {{}}" for f in families) + "}")
+        out.append(f"    source: {quoted(f'{source}: {why}')}")
+        out.append("    families: {" + ", ".join(f"{quoted(f)}: {{}}" for f in families) + "}")
         out.append("    models:")
         for name in states:  # genai-prices' order: the first model whose rule matches wins
             out.append(model_line(name, owner[name], states[name][index], match=texts[name]))

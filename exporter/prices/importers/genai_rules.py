@@ -9,19 +9,16 @@ every name that comes out differently. Pure: provider objects in, values out.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from exporter.prices.importers.yamltext import quoted
 from exporter.prices.match import Clause, Matcher, ProviderRules
 
 Resolver = Callable[[str, str | None], str | None]  # (name, provider id) -> "<provider>/<model>" or None
 _DATED = re.compile(r"-(20\d\d)-(\d\d)-(\d\d)(?=-|:|$)")
 
-
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=True)
 
 
 def clause_literals(clause: Any) -> Iterable[str]:
@@ -59,7 +56,7 @@ def clause_text(clause: Clause) -> str:
     """A clause as a YAML flow mapping (JSON strings: a regex's backslashes survive)."""
     if clause.parts:
         return f"{{{clause.kind}: [{', '.join(clause_text(part) for part in clause.parts)}]}}"
-    return f"{{{clause.kind}: {_q(clause.text)}}}"
+    return f"{{{clause.kind}: {quoted(clause.text)}}}"
 
 
 def provider_rules(providers: Sequence[Any]) -> dict[str, ProviderRules]:
@@ -93,5 +90,5 @@ def provider_text(rules: ProviderRules) -> str:
     """A provider's rules as the inside of a YAML flow mapping."""
     parts = [f"{key}: {clause_text(clause)}" for key, clause in
              (("provider_match", rules.provider_match), ("model_match", rules.model_match)) if clause]
-    parts += [f"fallback: [{', '.join(_q(f) for f in rules.fallback)}]"] if rules.fallback else []
+    parts += [f"fallback: [{', '.join(quoted(f) for f in rules.fallback)}]"] if rules.fallback else []
     return ", ".join(parts)

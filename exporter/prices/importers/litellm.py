@@ -33,13 +33,14 @@ shortest decimal text of each float, so ``2.5e-06`` becomes ``2.5`` and never
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from exporter.prices.importers.yamltext import quoted
 
 CHAT_MODES = frozenset({"chat", "completion", "responses"})
 
@@ -118,10 +119,6 @@ def family_of(name: str, provider: str) -> str:
         return family
     return _FAMILY_NAME.sub("_", provider.lower()).strip("_") or "other"
 
-
-def _q(text: str) -> str:
-    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
-    return json.dumps(text, ensure_ascii=True)
 
 
 def convert(
@@ -219,28 +216,28 @@ def convert(
         "# Check against your invoices; long-context/batch/priority tiers are not imported.",
         "schema: llm-savings-prices/v1",
         "versions:",
-        f"  - version: {_q(version)}",
-        f"    effective_from: {_q(effective_from)}",
-        f"    source: {_q(source)}",
+        f"  - version: {quoted(version)}",
+        f"    effective_from: {quoted(effective_from)}",
+        f"    source: {quoted(source)}",
         "    families:" if families else "    families: {}",
     ]
     for family in families:
         if family == "anthropic":
-            out.append(f"      {_q(family)}:")
+            out.append(f"      {quoted(family)}:")
             out.extend(f"        {key}: {value}" for key, value in ANTHROPIC_FAMILY.items())
         else:
-            out.append(f"      {_q(family)}: {{}}")
+            out.append(f"      {quoted(family)}: {{}}")
     out.append("    models:" if models else "    models: {}")
     for name in sorted(models):
         provider, family, rates = models[name]
-        out.append(f"      {_q(name)}:")
-        out.append(f"        family: {_q(family)}")
-        out.append(f"        provider: {_q(provider)}")
-        out.append(f"        source: {_q(source)}")
+        out.append(f"      {quoted(name)}:")
+        out.append(f"        family: {quoted(family)}")
+        out.append(f"        provider: {quoted(provider)}")
+        out.append(f"        source: {quoted(source)}")
         if retrieved:
-            out.append(f"        retrieved: {_q(retrieved)}")
+            out.append(f"        retrieved: {quoted(retrieved)}")
         if name in aliases:
-            out.append("        aliases: [" + ", ".join(_q(a) for a in aliases[name]) + "]")
+            out.append("        aliases: [" + ", ".join(quoted(a) for a in aliases[name]) + "]")
         for key in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h"):
             if key in rates:
                 out.append(f"        {key}: {format_rate(rates[key])}")
