@@ -73,22 +73,23 @@ BARE_LOOP = (
     "print(n)\n"
 )
 
-# The fast path's own typed decode (fastparse's msgspec struct, usage blocks included) and nothing else:
-# the per-CPU-second ceiling of replay's per-record path (target: replay >= 0.5 of it).
+# The fast path's own typed decode (fastparse's msgspec struct, usage blocks included) and nothing else, over the
+# files named on its command line: the yardstick of replay's per-record path (target: replay >= 0.5 of it).
 TYPED_LOOP = (
     "import sys\n"
     "from exporter.engine.fastparse import _DECODER\n"
     "decode = _DECODER.decode\n"
     "n = 0\n"
-    "with open(sys.argv[1], 'rb') as f:\n"
-    "    for line in f:\n"
-    "        decode(line)\n"
-    "        n += 1\n"
+    "for path in sys.argv[1:]:\n"
+    "    with open(path, 'rb') as f:\n"
+    "        for line in f:\n"
+    "            decode(line)\n"
+    "            n += 1\n"
     "print(n)\n"
 )
 # The typed decode plus one dict increment per model: what a counter costs at the very least after decoding.
-INCREMENT_LOOP = TYPED_LOOP.replace("        decode(line)\n", "        model = decode(line).model\n"
-                                    "        counts[model] = counts.get(model, 0) + 1\n").replace(
+INCREMENT_LOOP = TYPED_LOOP.replace("            decode(line)\n", "            model = decode(line).model\n"
+                                    "            counts[model] = counts.get(model, 0) + 1\n").replace(
     "n = 0\n", "n = 0\ncounts = {}\n")
 # The required-work floor: the typed decode plus the least work replay's contract demands of a record, written as
 # plainly as Python allows and calling the real product pieces where they are the work (see REQUIRED_NOTE).
