@@ -81,6 +81,7 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
     # the timestamp limit: the clock's (plus skew: the future) or MAX_EPOCH_SECONDS, whichever is lower
     ts_limit, routes = min(pipeline._future_limit, max_seconds), pipeline._routes
     slot_start = slot_end = 0.0  # [start, end) of the last slot that was remembered, and its month/version
+    last_minute, last_start = "-", None  # the last valid minute's "YYYY-MM-DDTHH:MM:" and its epoch start
     slot_month, slot_version = "", 0
     raw: Any  # the typed decode (fastparse._Line); its fields are as checked below
     for line in lines:
@@ -96,9 +97,14 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                  raw.response_cache, raw.optimizer, raw.requested_model, raw.service_tier,
                  raw.components) == NO_RARE_KEY
                     and type(text) is str and len(text) == 20 and text[19] == "Z" and line.isascii()):
-                start = minutes.get(text[:17])
-                if start is None:  # a new minute: the reference parser's, cached (as fast_ts finds it)
-                    start = _minute_start(text[:17], parse_ts)
+                if text.startswith(last_minute):  # most lines: the last line's minute (no slice, no hash)
+                    start = last_start
+                else:
+                    start = minutes.get(text[:17])
+                    if start is None:  # a new minute: the reference parser's, cached (as fast_ts finds it)
+                        start = _minute_start(text[:17], parse_ts)
+                    if start is not None:
+                        last_minute, last_start = text[:17], start
                 second = sixty.get(text[17:19])
                 request_id, provider, tenant = raw.request_id, raw.provider, raw.tenant
                 before, after, would_save = raw.tokens_before, raw.tokens_after, raw.would_have_saved
