@@ -106,20 +106,21 @@ from exporter.engine.records import parse_ts
 def main(paths: list[str]) -> None:  # locals, not module globals: the cheapest Python there is
     decode, seen_before, month_of = _DECODER.decode, DedupeLedger(40.0, stable=False).seen_before, MonthOf("UTC")
     sixty, usage_of = _SIXTY, fast_usage
-    minutes, months, cells = {}, {}, {}
+    cells = {}
+    last_minute, last_start, slot_start, slot_end, month = '-', 0, 0.0, 0.0, ''
     n = duplicates = 0
     for path in paths:
         with open(path, 'rb') as f:
             for line in f:
                 raw = decode(line)
                 text = raw.ts
-                start = minutes.get(text[:17])
-                if start is None:
-                    start = minutes[text[:17]] = int(parse_ts(text[:17] + '00Z'))
-                ts = float(start + sixty[text[17:19]])
-                month = months.get(ts // 900)
-                if month is None:
-                    month = months[ts // 900] = month_of(ts)
+                if not text.startswith(last_minute):  # a new minute (replay's shortcut: the last line's)
+                    last_minute = text[:17]
+                    last_start = int(parse_ts(last_minute + '00Z'))
+                ts = float(last_start + sixty[text[17:19]])
+                if not slot_start <= ts < slot_end:  # a new 15 minutes (replay's: the last slot's bounds)
+                    slot_start = ts // 900 * 900
+                    slot_end, month = slot_start + 900, month_of(ts)
                 n += 1
                 if seen_before(raw.request_id, ts):
                     duplicates += 1
@@ -142,14 +143,15 @@ def main(paths: list[str]) -> None:  # locals, not module globals: the cheapest 
 
 main(sys.argv[1:])
 """
-REQUIRED_NOTE = ("the typed decode, the timestamp to epoch seconds (a dict per minute and per second, as replay's), "
-                 "the month (a dict per 15 minutes, as replay's), replay's dedupe ledger (DedupeLedger.seen_before, "
-                 "the process's own string hash), fastparse.fast_usage (the four provider shapes to the tiers), one "
-                 "dict lookup of the (month, model, provider, tenant, method) cell and eight integer additions into "
-                 "it (a list of the real width: requests, fresh, cache read, writes 5m and 1h, output, tokens before "
-                 "and after). It omits every check (line shape, labels, future or expired timestamp, implausible "
-                 "count), the price version, route flags, label caps, unpriced, component and divergence counts, "
-                 "and the block reading (it iterates the file like the typed loop)")
+REQUIRED_NOTE = ("the typed decode; the timestamp to epoch seconds (the last line's minute, else the reference "
+                 "parser, then a dict of seconds, as replay does it); the month (the last 15 minutes' bounds, as "
+                 "replay's); replay's dedupe ledger (DedupeLedger.seen_before, keyed by the process's own string "
+                 "hash); fastparse.fast_usage (the four provider shapes to the tiers); one dict lookup of the (month, "
+                 "model, provider, tenant, method) cell and eight integer additions into it (a list of the real "
+                 "width: requests, fresh, cache read, writes 5m and 1h, output, tokens before and after). It omits "
+                 "every check (line shape, labels, future or expired timestamp, implausible count), the price "
+                 "version, route flags, label caps, unpriced, component and divergence counts, and the block "
+                 "reading (it iterates the file like the typed loop)")
 TARGET_VS_TYPED = 0.5
 
 _MTAIL_SAMPLE = re.compile(rb'^llm_tokens_saved_total\{model="([^"]*)",prog="savings.mtail"\} (\S+)$', re.M)

@@ -135,16 +135,16 @@ def _decode_only(lines: list[bytes]) -> None:
 def _with_timestamp_and_month(lines: list[bytes]) -> None:
     decode: Callable[[bytes], Any] = _DECODER.decode  # a typed line; its fields are known here
     sixty, month_of = _SIXTY, MonthOf("UTC")
-    minutes: dict[str, int] = {}
-    months: dict[float, str] = {}
-    for line in lines:
+    last_minute, last_start, slot_start, slot_end = "-", 0, 0.0, 0.0
+    for line in lines:  # as REQUIRED_FLOOR does it (and replay)
         text = decode(line).ts
-        start = minutes.get(text[:17])
-        if start is None:
-            start = minutes[text[:17]] = int(parse_ts(text[:17] + "00Z"))
-        ts = float(start + sixty[text[17:19]])
-        if months.get(ts // 900) is None:
-            months[ts // 900] = month_of(ts)
+        if not text.startswith(last_minute):
+            last_minute = text[:17]
+            last_start = int(parse_ts(last_minute + "00Z"))
+        ts = float(last_start + sixty[text[17:19]])
+        if not slot_start <= ts < slot_end:
+            slot_start = ts // 900 * 900
+            slot_end, _month = slot_start + 900, month_of(ts)
 
 
 def _with_ledger(lines: list[bytes]) -> None:
