@@ -261,7 +261,7 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   cell lookup and its additions about 1.1, the usage normaliser about 0.6, timestamp and month about
   0.5; at 0.5 of the typed loop all of them together could add one. By instructions (callgrind,
   `python -m tests.bench.bench_instructions`, 20,000 records, fresh ids): the typed loop 11.5k per
-  record, the floor 29.3k (0.39), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
+  record, the floor 28.0k (0.41), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
   are lower still, the ledger's and the cells' memory not being in cache. The rest of replay over
   the floor is its checks (rare keys, labels, caps, future and expired timestamps), the price
   version and route flags, label caps, and the unattributed component and divergence sums.
