@@ -255,15 +255,16 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   check, no price version, no label caps, no component or divergence counts. It runs at about a
   quarter of the typed loop per CPU-second, so no replay written in Python reaches 0.5; replay
   itself runs at about 0.6 of the floor. Piece by piece after a decode (`python
-  tests/bench/bench_replay.py --floor-parts`, one process, best of 3): the dedupe ledger adds about
-  1.7 decodes (`seen_before`: hash, pack, the shard's `find` and the hour's bucket; py-spy puts a
-  third of it on two lines, `shards[index]` and `shard.find`, memory the decode does not touch), the
-  cell lookup and its additions about 1.1, the usage normaliser about 0.6, timestamp and month about
-  0.5; at 0.5 of the typed loop all of them together could add one. By instructions (callgrind,
+  tests/bench/bench_replay.py --floor-parts`, one process, best of 3, 20,000 and 300,000 records on a
+  loaded machine): the dedupe ledger adds 1.7-2.5 decodes (`seen_before`: hash, pack, the shard's
+  `find` and the hour's bucket; py-spy puts about half of it on two lines, `shards[index]` and
+  `shard.find`, memory the decode does not touch), the cell lookup and its additions 1.1-1.4, the
+  usage normaliser about 0.6, timestamp and month 0.5-1.0; at 0.5 of the typed loop all of them
+  together could add one. By instructions (callgrind,
   `python -m tests.bench.bench_instructions`, 20,000 records, fresh ids): the typed loop 11.5k per
   record, the floor 28.0k (0.41), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
   are lower still, the ledger's and the cells' memory not being in cache. The rest of replay over
-  the floor is its checks (rare keys, labels, caps, future and expired timestamps), the price
+  the floor is its checks (rare keys, labels, implausible counts, future and expired timestamps), the price
   version and route flags, label caps, and the unattributed component and divergence sums.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
