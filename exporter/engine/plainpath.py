@@ -1,7 +1,8 @@
 """The plain canonical line, decoded once and counted in one loop: replay's per-record path.
 
 Nearly every line of a canonical log is *plain*: a ``YYYY-MM-DDTHH:MM:SSZ``
-timestamp in a minute already seen, a non-empty string id, savings counts
+timestamp (a new minute is parsed once, by the reference, into fastparse's
+cache), a non-empty string id, savings counts
 given both or neither, a usage block of a known shape, and none of the rare
 keys (text to count, components, a response-cache hit, a router's requested
 model, a service tier, an optimizer's own call). Such a line is counted here
@@ -38,7 +39,15 @@ from exporter.engine.aggregate import (
     WRITE_5M,
 )
 from exporter.engine.cells import BASE_COMPACTED, BASE_UNTOUCHED, SENT_UNTOUCHED
-from exporter.engine.fastparse import _DECODER, _SIXTY, _minute_starts, _Unusual, fast_record, fast_usage
+from exporter.engine.fastparse import (
+    _DECODER,
+    _SIXTY,
+    _minute_start,
+    _minute_starts,
+    _Unusual,
+    fast_record,
+    fast_usage,
+)
 from exporter.engine.records import MAX_EPOCH_SECONDS, Rejection, parse_line_reference, parse_ts
 
 if TYPE_CHECKING:
@@ -49,6 +58,9 @@ _DECODE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 # found by tests/e2e/test_hostile_corpus.py
 NESTS_TOO_DEEPLY = Rejection("invalid_json", "line nests too deeply")
 SLOT_SECONDS = 900  # the pipeline's slot of (month, price version)
+# the rare keys of the typed decode as a plain line has them (text_before, text_after, messages_before,
+# messages_after, source_flags: absent; response_cache, optimizer, requested_model, service_tier, components: null)
+NO_RARE_KEY = (UNSET, UNSET, UNSET, UNSET, UNSET, None, None, None, None, None)
 TIERED, UNKNOWN_TIER = 1, 2  # the pipeline's route flags (Route's last item)
 
 
@@ -69,6 +81,7 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
     # the timestamp limit: the clock's (plus skew: the future) or MAX_EPOCH_SECONDS, whichever is lower
     ts_limit, routes = min(pipeline._future_limit, max_seconds), pipeline._routes
     slot_start = slot_end = 0.0  # [start, end) of the last slot that was remembered, and its month/version
+    last_minute, last_start = "-", None  # the last valid minute's "YYYY-MM-DDTHH:MM:" and its epoch start
     slot_month, slot_version = "", 0
     raw: Any  # the typed decode (fastparse._Line); its fields are as checked below
     for line in lines:
@@ -78,12 +91,20 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
             raw = None
         else:
             text = raw.ts
-            if (type(text) is str and len(text) == 20 and text[19] == "Z" and raw.text_before is UNSET
-                    and raw.text_after is UNSET and raw.messages_before is UNSET and raw.messages_after is UNSET
-                    and raw.source_flags is UNSET and raw.response_cache is None and raw.optimizer is None
-                    and raw.requested_model is None and not raw.service_tier and not raw.components
-                    and line.isascii()):
-                start = minutes.get(text[:17])
+            # none of the rare keys: one tuple compared item by item in C, by identity first (an empty
+            # service tier or component list is not plain here: the general path counts it the same)
+            if ((raw.text_before, raw.text_after, raw.messages_before, raw.messages_after, raw.source_flags,
+                 raw.response_cache, raw.optimizer, raw.requested_model, raw.service_tier,
+                 raw.components) == NO_RARE_KEY
+                    and type(text) is str and len(text) == 20 and text[19] == "Z" and line.isascii()):
+                if text.startswith(last_minute):  # most lines: the last line's minute (no slice, no hash)
+                    start = last_start
+                else:
+                    start = minutes.get(text[:17])
+                    if start is None:  # a new minute: the reference parser's, cached (as fast_ts finds it)
+                        start = _minute_start(text[:17], parse_ts)
+                    if start is not None:
+                        last_minute, last_start = text[:17], start
                 second = sixty.get(text[17:19])
                 request_id, provider, tenant = raw.request_id, raw.provider, raw.tenant
                 before, after, would_save = raw.tokens_before, raw.tokens_after, raw.would_have_saved
@@ -144,9 +165,12 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
                             cell[REQUESTS] += 1
                             if usage is not None:
                                 cell[FRESH] += fresh
-                                cell[CACHE_READ] += read
-                                cell[WRITE_5M] += write_5m
-                                cell[WRITE_1H] += write_1h
+                                if read:  # cache tiers are often 0: a test is cheaper than adding it
+                                    cell[CACHE_READ] += read
+                                if write_5m:
+                                    cell[WRITE_5M] += write_5m
+                                if write_1h:
+                                    cell[WRITE_1H] += write_1h
                                 cell[OUTPUT] += output
                             if would_save is not None:
                                 cell[WOULD_SAVE] += would_save

@@ -5,9 +5,12 @@ Run by hand (never collected; needs valgrind)::
     python tests/bench/bench_instructions.py [--records 20000]
 
 Generates ``--records`` benchmark records (``bench_replay.generate``), then runs
-one process that replays them twice and one that replays nothing, both under
-``valgrind --tool=callgrind``; the difference divided by twice the records is
-what one record costs, start-up excluded. Wall-clock benchmarks on a shared
+under ``valgrind --tool=callgrind`` processes that read the file 0, 1 and 2
+times: the difference between 1 and 0 divided by the records is what a fresh
+record costs, start-up excluded; between 2 and 1, a duplicate (the second
+reading's ids are all seen). The same for the typed msgspec decode loop and the
+required-work floor of ``bench_ingest`` (``TYPED_LOOP``, ``REQUIRED_FLOOR``), so
+their ratios to replay are per instruction. Wall-clock benchmarks on a shared
 machine move by 10-20% between runs; this does not, so it is the figure to
 compare two versions of the code with.
 """
@@ -22,7 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench import bench_replay
+from tests.bench import bench_ingest, bench_replay
+from tests.bench.benchlib import ROOT
 
 REPLAY = """
 import sys
@@ -35,11 +39,17 @@ replay_files([sys.argv[2]] * int(sys.argv[3]), pipeline, decoder)
 """
 
 
-def instructions(data: Path, copies: int) -> int:
+# bench_ingest's loops read every file named on their command line
+PROGRAMS = {"replay": REPLAY, "typed loop": bench_ingest.TYPED_LOOP, "required floor": bench_ingest.REQUIRED_FLOOR}
+
+
+def instructions(program: str, data: Path, copies: int) -> int:
+    """Instructions callgrind counts for ``program`` reading ``data`` ``copies`` times."""
+    args = [str(bench_replay.PRICES), str(data), str(copies)] if program == "replay" else [str(data)] * copies
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", REPLAY,
-         str(bench_replay.PRICES), str(data), str(copies)],
-        capture_output=True, text=True, check=True, timeout=1800)
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
+         PROGRAMS[program], *args],
+        capture_output=True, text=True, check=True, timeout=1800, cwd=ROOT)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise RuntimeError("callgrind printed no total:\n" + done.stderr[-2000:])
@@ -53,11 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
+    fresh: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as directory:
         data = Path(directory) / "records.jsonl"
         bench_replay.generate(data, args.records)
-        per_record = (instructions(data, 2) - instructions(data, 0)) / (2 * args.records)
-    print(f"replay: {per_record:,.0f} instructions per record ({args.records:,} records, callgrind)")
+        for program in PROGRAMS:
+            counts = [instructions(program, data, copies) for copies in (0, 1, 2)]
+            fresh[program] = (counts[1] - counts[0]) / args.records
+            duplicate = (counts[2] - counts[1]) / args.records
+            print(f"{program}: {fresh[program]:,.0f} instructions per fresh record, {duplicate:,.0f} per duplicate, "
+                  f"{(counts[2] - counts[0]) / (2 * args.records):,.0f} over both ({args.records:,} records, "
+                  f"callgrind)", flush=True)
+    typed = fresh["typed loop"]
+    print(f"per instruction, fresh records: replay {typed / fresh['replay']:.2f} of the typed loop, "
+          f"the required floor {typed / fresh['required floor']:.2f}")
     return 0
 
 

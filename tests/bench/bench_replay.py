@@ -12,7 +12,10 @@ version, aggregate) exactly as ``replay`` runs it. Rates are per CPU second
 (``time.process_time``): on a shared machine compare the replay with the
 decode loops of the same run, not with another run. Target: 200,000
 records/s on one core. ``--profile`` adds a cProfile of the replay (top 15
-by cumulative and by own time).
+by cumulative and by own time). ``--floor-parts`` adds what each piece of the
+required-work floor (``bench_ingest.REQUIRED_FLOOR``) costs on top of the
+typed decode, per record: each piece alone after the decode, the pieces run
+alternately, best of three rounds.
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from exporter.engine.fastparse import _DECODER
+from exporter.engine.cells import CELL_WIDTH
+from exporter.engine.dedupe import DedupeLedger
+from exporter.engine.fastparse import _DECODER, _SIXTY, fast_usage
+from exporter.engine.months import MonthOf
 from exporter.engine.pipeline import Pipeline
+from exporter.engine.records import parse_ts
 from exporter.prices.table import load_price_table
 from exporter.replay.replay import replay_files, replay_pipeline
 from exporter.sources.formats.registry import make_line_decoder
@@ -118,6 +126,84 @@ def full_replay(path: Path) -> Pipeline:
     return pipeline
 
 
+def _decode_only(lines: list[bytes]) -> None:
+    decode = _DECODER.decode
+    for line in lines:
+        decode(line)
+
+
+def _with_timestamp_and_month(lines: list[bytes]) -> None:
+    decode: Callable[[bytes], Any] = _DECODER.decode  # a typed line; its fields are known here
+    sixty, month_of = _SIXTY, MonthOf("UTC")
+    last_minute, last_start, slot_start, slot_end = "-", 0, 0.0, 0.0
+    for line in lines:  # as REQUIRED_FLOOR does it (and replay)
+        text = decode(line).ts
+        if not text.startswith(last_minute):
+            last_minute = text[:17]
+            last_start = int(parse_ts(last_minute + "00Z"))
+        ts = float(last_start + sixty[text[17:19]])
+        if not slot_start <= ts < slot_end:
+            slot_start = ts // 900 * 900
+            slot_end, _month = slot_start + 900, month_of(ts)
+
+
+def _with_ledger(lines: list[bytes]) -> None:
+    decode: Callable[[bytes], Any] = _DECODER.decode
+    seen_before = DedupeLedger(40.0, stable=False).seen_before
+    ts = float(START)
+    for line in lines:
+        seen_before(decode(line).request_id, ts)
+        ts += 2.0  # the records' own spacing: the ledger files them hour by hour
+
+
+def _with_usage(lines: list[bytes]) -> None:
+    decode: Callable[[bytes], Any] = _DECODER.decode
+    usage_of = fast_usage
+    for line in lines:
+        usage_of(decode(line).usage)
+
+
+def _with_cell(lines: list[bytes]) -> None:
+    decode: Callable[[bytes], Any] = _DECODER.decode
+    cells: dict[tuple[str, str, object, object, object], list[int]] = {}
+    for line in lines:
+        raw = decode(line)
+        key = ("2026-11", raw.model, raw.provider, raw.tenant, raw.count_method)
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = [0] * CELL_WIDTH
+        before, after = raw.tokens_before, raw.tokens_after
+        cell[0] += 1
+        cell[1] += after  # eight additions as the floor's (the tiers' values do not change the cost)
+        cell[2] += after
+        cell[3] += after
+        cell[4] += after
+        cell[5] += after
+        cell[8] += before
+        cell[10] += after
+
+
+FLOOR_PARTS: dict[str, Callable[[list[bytes]], None]] = {
+    "typed decode alone": _decode_only,
+    "+ timestamp and month": _with_timestamp_and_month,
+    "+ dedupe ledger (seen_before)": _with_ledger,
+    "+ usage normaliser (fast_usage)": _with_usage,
+    "+ cell lookup and 8 additions": _with_cell,
+}
+
+
+def floor_parts(path: Path, rounds: int = 3) -> dict[str, float]:
+    """CPU microseconds per record of each ``FLOOR_PARTS`` loop over the lines of ``path`` (best of ``rounds``)."""
+    lines = path.read_bytes().split(b"\n")[:-1]
+    best = dict.fromkeys(FLOOR_PARTS, float("inf"))
+    for _ in range(rounds):
+        for name, work in FLOOR_PARTS.items():
+            cpu = time.process_time()
+            work(lines)
+            best[name] = min(best[name], (time.process_time() - cpu) * 1e6 / len(lines))
+    return best
+
+
 def _timed(label: str, records: int, work: Callable[[], object]) -> float:
     """Run ``work``; print wall and CPU rates; return records per CPU second.
 
@@ -144,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cProfile the replay: top 15 by cumtime and by tottime",
     )
+    parser.add_argument("--floor-parts", action="store_true",
+                        help="the required-work floor's pieces, each after the typed decode, per record")
     args = parser.parse_args(argv)
     n = args.records
     with tempfile.TemporaryDirectory() as directory:
@@ -166,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"result: {rate:,.0f} records/CPU-s; the replay {verdict} the {TARGET:,} records/CPU-s target")
         print(f"        at a quiet machine's ~1,000,000 typed decodes/s that ratio gives "
               f"~{1_000_000 * rate / typed:,.0f} records/s")
+
+        if args.floor_parts:
+            parts = floor_parts(path)
+            decode = parts["typed decode alone"]
+            print("the required-work floor, piece by piece (CPU per record, best of 3, each piece alone after the "
+                  "decode):")
+            for name, us in parts.items():
+                extra = "" if name == "typed decode alone" else (
+                    f"  ({us - decode:+.2f} us = {(us - decode) / decode:.2f} decodes)")
+                print(f"  {name:<32} {us:5.2f} us{extra}")
+            print(f"  the pieces together add {sum(parts.values()) - len(parts) * decode:.2f} us to a {decode:.2f} us "
+                  f"decode: at 0.5 of the typed loop they could add {decode:.2f} us at most")
 
         if args.profile:
             profiler = cProfile.Profile()

@@ -6,7 +6,7 @@
 Sections (each module also runs alone, ``python -m tests.bench.<module>``):
 
 - ingest    bench_ingest: ``replay --json`` vs mtail vs a bare orjson loop, whole processes, alternating;
-            per CPU-second, ``replay --jobs 1`` vs the typed msgspec decode loop and the floor
+            per CPU-second, ``replay --jobs 1`` vs the typed msgspec decode loop and the required-work floor
 - pricing   bench_pricing: one record's dollars vs ``litellm.cost_per_token`` (run with /tmp/bench-venv's
             Python when it exists; skipped with the install line when LiteLLM is absent)
 - genai     bench_genai_prices: one request's dollars with tiers, service tiers and windows vs
@@ -241,24 +241,31 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   counts again in one pass; the JSON is identical (`tests/replay/test_replay_parallel.py`). What bounds
   it: Python work per record on the machine's two cores; mtail's one-regexp program does none of
   the arithmetic. The CPU ratio in the notes is the per-core comparison.
-- **Replay against the typed decode loop (target 0.5 per CPU-second, one process).** The plain
-  canonical line (a seen minute's `...SSZ` timestamp, a string id, savings given both or neither, a
-  known usage shape, no rare key) is now counted in one loop straight from the typed decode
-  (`engine.plainpath`): no `Record`, no per-line call into `fast_parse`, `fast_ts` or
+- **Replay against the typed decode loop (target 0.5 per CPU-second, one process): out of reach in
+  Python, by measurement.** The plain canonical line (a `...SSZ` timestamp, a string id, savings
+  given both or neither, a known usage shape, no rare key) is counted in one loop straight from the
+  typed decode (`engine.plainpath`): no `Record`, no per-line call into `fast_parse`, `fast_ts` or
   `count_record`, the pipeline's caches bound once per block, the month and price version by the
-  last slot's [start, end) bounds; blocks are split without a copy first. 40.5k -> 36.0k
-  instructions per record (callgrind, 20,000 records replayed twice, so half of them duplicates);
-  47.1k -> 42.5k for fresh records alone. What bounds it: the typed decode loop itself is about
-  11.5k instructions per record (line iteration included) and the floor row (that decode plus one
-  dict increment per record) 13.3k, so by instructions replay is at about 0.27 of the typed loop
-  on fresh records (0.32 on the half-duplicate mix) and the floor at 0.86. By py-spy samples of
-  the replay (before the block split), the decode is 12.5% of its time, reading and splitting
-  blocks 9%, the dedupe ledger 15% (hash, pack, shard `find`, the hour's bucket), the usage
-  normaliser 3%, and the plain loop's own bytecode the rest, spread over some forty lines (label
-  and rare-key checks, the minute and route lookups, nine cell sums, the unattributed component
-  and the divergence pair), none above 5%. At 0.5 all of that would have to cost what the decode
-  costs (about 11.5k instructions, a few hundred bytecodes): dedupe, month, price version, labels,
-  usage tiers and nine cell sums do not fit in it in Python.
+  last slot's [start, end) bounds, the minute by the last line's (`startswith`), the rare keys
+  tested as one tuple, a new minute parsed in the loop instead of sending the line down the general
+  path. What bounds it is the row below it, the *required-work floor*: the typed decode plus the
+  least replay's contract demands of a record, in plain Python calling the real pieces (the
+  timestamp and month as replay gets them, replay's own dedupe ledger, the usage normaliser, one
+  cell lookup and eight integer additions into a cell of the real width) and nothing else: no
+  check, no price version, no label caps, no component or divergence counts. It runs at about a
+  quarter of the typed loop per CPU-second, so no replay written in Python reaches 0.5; replay
+  itself runs at about 0.6 of the floor. Piece by piece after a decode (`python
+  tests/bench/bench_replay.py --floor-parts`, one process, best of 3, 20,000 and 300,000 records on a
+  loaded machine): the dedupe ledger adds 1.7-2.5 decodes (`seen_before`: hash, pack, the shard's
+  `find` and the hour's bucket; py-spy puts about half of it on two lines, `shards[index]` and
+  `shard.find`, memory the decode does not touch), the cell lookup and its additions 1.1-1.4, the
+  usage normaliser about 0.6, timestamp and month 0.5-1.0; at 0.5 of the typed loop all of them
+  together could add one. By instructions (callgrind,
+  `python -m tests.bench.bench_instructions`, 20,000 records, fresh ids): the typed loop 11.5k per
+  record, the floor 28.0k (0.41), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
+  are lower still, the ledger's and the cells' memory not being in cache. The rest of replay over
+  the floor is its checks (rare keys, labels, implausible counts, future and expired timestamps), the price
+  version and route flags, label caps, and the unattributed component and divergence sums.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
@@ -320,8 +327,9 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
   `python -m exporter replay --json` vs `mtail --one_shot` with a regexp program summing tokens saved per model
   (it does no JSON parsing, no usage, no prices, no dedupe; see the module docstring) vs a bare `orjson.loads`
   loop; 3 alternating rounds of whole processes, medians of wall time. Per CPU-second, `replay --jobs 1` vs a
-  loop doing only the fast path's typed msgspec decode, and the floor (that decode plus one dict increment per
-  record); also net of each command's cost on an empty file.
+  loop doing only the fast path's typed msgspec decode, and the required-work floor against the same loop (that
+  decode plus the least replay must do per record; its row's notes say what it includes and omits); also net of
+  each command's cost on an empty file.
 - `tests/bench/bench_pricing.py`: per-record dollars, `PriceTable.lookup` + `cell_dollars` vs
   `litellm.cost_per_token`, over every bundled model name LiteLLM also knows; dollars compared within 1e-9.
 - `tests/bench/bench_genai_prices.py`: per-request dollars with prompt tiers, service tiers, dated versions and

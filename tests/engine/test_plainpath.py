@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exporter.engine import plainpath
 from exporter.engine.dedupe import DedupeLedger
-from exporter.engine.fastparse import fast_ts
+from exporter.engine.fastparse import _minute_starts, fast_ts
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
 from exporter.engine.records import MAX_EPOCH_SECONDS, parse_line_reference, parse_ts
@@ -204,3 +205,37 @@ def test_long_plain_logs_count_alike(table: str, seed: int) -> None:
     reference.ingest_lines(log, decoder=lambda line: parse_line_reference(line, None))
     assert _state(fast) == _state(reference)
     assert fast.aggregates.divergence and fast.aggregates.duplicates  # the log reached those counts
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_minutes_not_seen_before_count_alike(seed: int) -> None:
+    """With fastparse's minute cache empty, the loop finds each new minute itself (invalid ones go on as before)."""
+    rng = random.Random(seed)
+    log = _random_log(rng, 1500)
+    for index in range(0, len(log), 50):  # minutes that are no minute: the general path names the rejection
+        log.insert(index, json.dumps({"ts": rng.choice(["2026-13-01T00:00:00Z", "2026-11-01T24:00:00Z",
+                                                        "2026-11-31T00:00:00Z", "2026-11-01T00:60:00Z"]),
+                                      "request_id": f"bad{index}", "model": "alpha"}).encode())
+    fast = _pipeline(TABLES["two versions"], None, 40.0)
+    reference = _pipeline(TABLES["two versions"], None, 40.0)
+    _minute_starts.clear()
+    fast.ingest_lines(log)
+    reference.ingest_lines(log, decoder=lambda line: parse_line_reference(line, None))
+    assert _state(fast) == _state(reference)
+    assert fast.rejections >= len(log) // 51
+
+
+def test_a_new_minute_stays_in_the_plain_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain line whose minute fastparse has never seen is counted by the loop, not sent to fast_record."""
+    _minute_starts.clear()
+
+    def general_path(*_args: object) -> None:
+        raise AssertionError("the plain line left the loop")
+
+    monkeypatch.setattr(plainpath, "fast_record", general_path)
+    pipeline = _pipeline(TABLES["two versions"], None, 40.0)
+    pipeline.ingest_lines([json.dumps({"ts": f"2026-11-01T00:{minute:02d}:07Z", "request_id": f"m{minute}",
+                                       "model": "alpha", "tokens_before": 10, "tokens_after": 4}).encode()
+                           for minute in range(30)])
+    totals = pipeline.aggregates.month_totals()["2026-11"]
+    assert (totals["requests"], totals["tokens_saved"]) == (30, 180)
