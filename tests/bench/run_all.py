@@ -271,8 +271,8 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   measured 0.85 against 1.1 us per request), the additions and the loop the rest; `cell_dollars` runs
   52 times. Over the benchmark's own requests (2,556 cells for 5,000) it runs for every other request,
   so that row costs what pricing each request does. That per-request row is bounded by the loop: with
-  two empty functions in place of `lookup` and `cell_dollars` it reaches about 150x, which leaves 0.3 us
-  for both at 100x; `cell_dollars` alone costs about 0.8 us (its spend alone, written out, 0.45 us), as
+  two empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
+  0.3 us for both at 100x; `cell_dollars` alone costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as
   it works out spend, savings, would-have-saved and the cache effects where `calc_price` works out one
   total. The whole `Pipeline.count_record` over the month's requests costs several times the stream row:
   half of these sparse requests open a 15-minute slot (month and price version worked out, with a
