@@ -261,22 +261,6 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   and the divergence pair), none above 5%. At 0.5 all of that would have to cost what the decode
   costs (about 11.5k instructions, a few hundred bytecodes): dedupe, month, price version, labels,
   usage tiers and nine cell sums do not fit in it in Python.
-- **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request
-  on its own: it adds a record's token counts into the cell of its rates (a model without tiers is not
-  even looked up, its route holds the cell; a tiered one is looked up by its prompt size and time) and
-  works dollars out once per cell, at a scrape or at the end of a replay. The "exporter's pricing
-  cost" rows measure that. Over a month of traffic (52 cells for 5,000 requests) it is about 1 us per
-  request: `PriceTable.lookup` about 0.4 us, finding the cell by its `PricedModel` about 0.3 us (the
-  frozen dataclass's generated `__hash__` hashes its 14 fields at every dict access; an identity hash
-  measured 0.85 against 1.1 us per request), the additions and the loop the rest; `cell_dollars` runs
-  52 times. Over the benchmark's own requests (2,556 cells for 5,000) it runs for every other request,
-  so that row costs what pricing each request does. That per-request row is bounded by the loop: with
-  two empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
-  0.3 us for both at 100x; `cell_dollars` alone costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as
-  it works out spend, savings, would-have-saved and the cache effects where `calc_price` works out one
-  total. The whole `Pipeline.count_record` over the month's requests costs several times the stream row:
-  half of these sparse requests open a 15-minute slot (month and price version worked out, with a
-  `strftime`), which a real month with many requests per quarter hour does not.
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise
@@ -304,6 +288,22 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   which the benchmark leaves on (about a third of the cold render at 100k series); the sidecar
   renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
   figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
+- **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request
+  on its own: it adds a record's token counts into the cell of its rates (a model without tiers is not
+  even looked up, its route holds the cell; a tiered one is looked up by its prompt size and time) and
+  works dollars out once per cell, at a scrape or at the end of a replay. The "exporter's pricing
+  cost" rows measure that. Over a month of traffic (52 cells for 5,000 requests) it is about 1 us per
+  request: `PriceTable.lookup` about 0.4 us, finding the cell by its `PricedModel` about 0.25 us (the
+  frozen dataclass's generated `__hash__` hashes its 14 fields at every dict access; an identity hash
+  measured 0.85 against 1.1 us per request), the additions and the loop the rest; `cell_dollars` runs
+  52 times. Over the benchmark's own requests (2,556 cells for 5,000) it runs for every other request,
+  so that row costs what pricing each request does. That per-request row is bounded by the loop: with
+  two empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
+  0.3 us for both at 100x; `cell_dollars` alone costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as
+  it works out spend, savings, would-have-saved and the cache effects where `calc_price` works out one
+  total. The whole `Pipeline.count_record` over the month's requests costs several times the stream row:
+  half of these sparse requests open a 15-minute slot (month and price version worked out, with a
+  `strftime`), which a real month with many requests per quarter hour does not.
 """
 
 
