@@ -16,8 +16,8 @@ to, so it is bounded like the name cache (unknown names are unbounded).
 
 from __future__ import annotations
 
-import bisect
 import math
+from bisect import bisect_left
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -63,7 +63,9 @@ class ZoneClock:
 
     def minute(self, ts: float) -> int:
         """The local minute of the day ``datetime.fromtimestamp(ts, zone)`` shows (hour * 60 + minute)."""
-        second = whole_second(ts)
+        frac, whole = math.modf(ts)  # whole_second(ts), written out: a call less per windowed request
+        micro = round(frac * 1e6)
+        second = int(whole) + 1 if micro >= 1_000_000 else int(whole) - 1 if micro < 0 else int(whole)
         bucket = second // _BUCKET
         offset = self._offsets.get(bucket)
         if offset is None:
@@ -92,7 +94,8 @@ def window_table(windows: tuple[Window, ...], zone: str) -> bytes:
 class Plan:
     """One (version, name, provider, service tier) of a model whose prompt size or time of day changes its rates."""
 
-    __slots__ = ("aboves", "base", "clocks", "service_tier", "slots", "table", "width", "windows")
+    __slots__ = ("aboves", "base", "clock", "clocks", "minutes", "service_tier", "slots", "table", "width",
+                 "windows")
 
     def __init__(self, table: PriceTable, base: PricedModel, service_tier: str | None, tiers: ModelTiers) -> None:
         self.table, self.base, self.service_tier = table, base, service_tier
@@ -101,6 +104,9 @@ class Plan:
         # one zone (the usual case): its table names the window; several: the first window holding the time
         self.clocks = [_clock(zone) for zone in zones]
         self.windows = [window_table(tiers.windows, zone) for zone in zones]
+        # the one zone's clock and table, read by ``at`` without going through ``window``; None: 0 or 2+ zones
+        self.clock = self.clocks[0] if len(zones) == 1 else None
+        self.minutes = self.windows[0] if len(zones) == 1 else b""
         self.width = len(tiers.windows) + 1
         empty: list[PricedModel | None] = [None]
         self.slots = empty * (len(self.aboves) + 1) * self.width
@@ -114,8 +120,11 @@ class Plan:
 
     def at(self, ts: float, prompt_tokens: int) -> PricedModel:
         """The rates for this prompt size and time: memoised per (prompt tier, window)."""
-        slot = bisect.bisect_left(self.aboves, prompt_tokens) * self.width
-        if self.clocks:
+        slot = bisect_left(self.aboves, prompt_tokens) * self.width
+        clock = self.clock
+        if clock is not None:
+            slot += self.minutes[clock.minute(ts)]
+        elif self.clocks:
             slot += self.window(ts)
         hit = self.slots[slot]
         if hit is None:

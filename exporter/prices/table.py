@@ -11,17 +11,17 @@ hashable: the aggregates keep the exact rates they counted with (a later table n
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import math
 import os
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from exporter.yamlpos import Located, YamlError, load_located
 
@@ -126,25 +126,27 @@ class PriceTable:
         self.tier_cache: dict[PricedModel, PricedModel] = {}  # prices.tiers.priced_as
 
     def version_at(self, ts: float) -> PriceVersion | None:
-        index = bisect.bisect_right(self._starts, ts) - 1
+        index = bisect_right(self._starts, ts) - 1
         return self.versions[index] if index >= 0 else None
 
     def lookup(self, model: str, ts: float, provider: str | None = None, *, service_tier: str | None = None,
                prompt_tokens: int = 0) -> PricedModel | str:
         """The rates for ``model`` at ``ts`` (service tier, prompt size, time of day), or why unpriced (prices.memo)."""
-        key = (bisect.bisect_right(self._starts, ts) - 1, model, provider, service_tier)
+        key = (bisect_right(self._starts, ts) - 1, model, provider, service_tier)
         hit = self._memo.get(key)
         if hit is None:
             from exporter.prices.memo import plan
             hit = plan(self, key, self._memo)
-        return hit if type(hit) is PricedModel or type(hit) is str else cast("Plan", hit).at(ts, prompt_tokens)
+        if type(hit) is PricedModel or type(hit) is str:  # rates no prompt size or time of day changes; unpriced
+            return hit
+        return hit.at(ts, prompt_tokens)  # type: ignore[union-attr]  # a Plan (not cast(): a call per request)
 
     def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
         version = self.version_at(ts)
         return version.tiers.get(priced.model) if version is not None else None
 
     def _lookup(self, model: str, ts: float, provider: str | None) -> PricedModel | str:
-        index = bisect.bisect_right(self._starts, ts) - 1
+        index = bisect_right(self._starts, ts) - 1
         key = (index, model, provider)
         hit = self._cache.get(key)
         if hit is not None:

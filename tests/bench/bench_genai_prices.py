@@ -1,4 +1,4 @@
-"""Pricing with tiers: one request's dollars, ours against ``genai_prices.calc_price``, in one run.
+"""Pricing with tiers, ours against ``genai_prices.calc_price``, in one run: as the exporter prices, and per request.
 
     python -m tests.bench.bench_genai_prices [--records 5000]
 
@@ -6,24 +6,42 @@ Both sides price the same requests by their own data: ours is a table imported f
 genai-prices release (``prices import-genai-prices``, providers openai, anthropic, google,
 deepseek), so the dollars must agree. Requests (seeded) cover prompt tiers (prompts either side
 of 200k/272k), service tiers (batch, flex, priority), dated versions and DeepSeek's windows.
-Ours per request: ``PriceTable.lookup(name, ts, service_tier=, prompt_tokens=)`` then
-``cell_dollars(...).spend`` over a one-record cell, the pipeline's arithmetic. Theirs:
-``calc_price(Usage(...), model_ref, provider_id=, genai_request_timestamp=, price_context=)``.
-Best CPU time of 3 alternating rounds; dollars compared within 1e-9 relative (ours is a float).
+Theirs, per request: ``calc_price(Usage(...), model_ref, provider_id=, genai_request_timestamp=,
+price_context=)``, its ``total_price``. Best CPU time of 3 alternating rounds.
 
-The loop floor is the same loop over the same records doing nothing but what ours does around
-its two calls (build the name and the one-record cell, keep a figure): no lookup, no dollars.
-It bounds the ratio any pricing code called this way can reach; a second row prints it, and
-the same loop calling two empty functions of the same signatures (what the two calls cost).
+Ours, two ways:
+
+- **as the exporter prices traffic** (the stream rows): per request ``PriceTable.lookup(model, ts,
+  provider, service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes for every record
+  of a tiered model, and its token counts added into the cell of the ``PricedModel`` it returned
+  (the additions of ``Pipeline.count_record``, in the layout of ``engine.cells``); then
+  ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The pipeline does less
+  per record (a model without tiers is not even looked up: its route holds the cell) and more
+  (months, dedupe, label caps, routes): a note gives the whole ``Pipeline.count_record`` over the
+  same requests as well. The total is compared with the sum of calc_price's (1e-9 relative). Two
+  streams: the benchmark's requests (5,000 over 208 models and 21 months: nearly a cell per
+  request, the worst case for this way) and a month of a gateway's traffic (the same generator,
+  one calendar month, twelve models, six of them with prompt tiers or time windows).
+- **per request** (``PriceTable.lookup`` then ``cell_dollars(...).spend`` over a one-record cell):
+  what pricing each request on its own would cost. ``cell_dollars`` works out spend, savings,
+  would-have-saved and the cache effects where calc_price works out one total. Dollars compared
+  per request within 1e-9 relative (ours is a float).
+
+The loop floor is the per-request loop doing nothing but what ours does around its two calls
+(build the name and the one-record cell, keep a figure): no lookup, no dollars. It bounds the
+ratio any pricing code called this way can reach; a row prints it, and in its notes the same
+loop calling two empty functions of the same signatures (what the two calls cost).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +50,26 @@ from tests.bench.benchlib import Row, verdict
 TARGET = 100.0
 PROVIDERS = ("openai", "anthropic", "google", "deepseek")
 TIERS = (None, None, "batch", "flex", "priority")
+MONTH = datetime(2026, 11, 1, tzinfo=UTC)  # the month stream's: inside one version of genai-prices 0.2.3
+MONTH_DAYS = 30
+MONTH_MODELS = 12  # half of them with prompt tiers or time windows
+# One request: provider, model, fresh input, cache read, cache write, output, ts, service tier (a bare
+# tuple, only built and unpacked).
+Request = tuple[str, str, int, int, int, int, float, str | None]
+
+
+def requests(rng: random.Random, models: list[tuple[str, str]], n: int, start: float, span: float) -> list[Request]:
+    """``n`` requests to ``models`` dated in [start, start + span): prompts either side of 200k."""
+    out: list[Request] = []
+    for _ in range(n):
+        provider, model = rng.choice(models)
+        prompt = rng.choice([rng.randrange(0, 190_000), rng.randrange(200_001, 400_000)])
+        read = rng.randrange(0, prompt + 1) if rng.random() < 0.4 else 0
+        write = rng.randrange(0, prompt - read + 1) if rng.random() < 0.2 else 0
+        ts = start + rng.uniform(0, span)
+        out.append((provider, model, prompt - read - write, read, write, rng.randrange(1, 8_000), ts,
+                    rng.choice(TIERS)))
+    return out
 
 
 def measure(n: int = 5000) -> dict[str, Any]:
@@ -45,11 +83,16 @@ def measure(n: int = 5000) -> dict[str, Any]:
         CELL_WIDTH,
         FRESH,
         OUTPUT,
+        REQUESTS,
         WRITE_1H,
         WRITE_5M,
         Dollars,
         cell_dollars,
     )
+    from exporter.engine.months import MonthOf
+    from exporter.engine.pipeline import Pipeline
+    from exporter.engine.plainpath import SLOT_SECONDS
+    from exporter.engine.usage import Usage
     from exporter.prices.importers.genai_prices import convert, genai_resolver
     from exporter.prices.table import PricedModel, parse_price_table
 
@@ -61,16 +104,50 @@ def measure(n: int = 5000) -> dict[str, Any]:
               and resolve(m.id, p.id) == f"{p.id}/{m.id}"]
     rng = random.Random(14)
     start = table.versions[1].effective_from if len(table.versions) > 1 else table.versions[0].effective_from
-    records = []
-    for _ in range(n):
-        provider, model = rng.choice(models)
-        prompt = rng.choice([rng.randrange(0, 190_000), rng.randrange(200_001, 400_000)])
-        read = rng.randrange(0, prompt + 1) if rng.random() < 0.4 else 0
-        write = rng.randrange(0, prompt - read + 1) if rng.random() < 0.2 else 0
-        ts = start + rng.uniform(-86400 * 30, 86400 * 600)
-        records.append((provider, model, prompt - read - write, read, write, rng.randrange(1, 8_000), ts,
-                        rng.choice(TIERS)))
+    records = requests(rng, models, n, start - 86400 * 30, 86400 * 630)
+    version = table.version_at(MONTH.timestamp())
+    assert version is not None
+    tiered = [(provider, model) for provider, model in models
+              if (tiers := version.tiers.get(f"{provider}/{model}")) is not None and tiers.tiered]
+    plain = [pair for pair in models if pair not in tiered]
+    # half of the month's models with prompt tiers or time windows (each request looked up by its own), half without
+    month_models = rng.sample(tiered, MONTH_MODELS // 2) + rng.sample(plain, MONTH_MODELS - MONTH_MODELS // 2)
+    month = requests(rng, month_models, n, MONTH.timestamp(), 86400 * MONTH_DAYS)
     lookup = table.lookup
+
+    def stream(given: list[Request]) -> Callable[[], tuple[float, int]]:
+        def priced_as_the_exporter_does() -> tuple[float, int]:
+            cells: dict[PricedModel, list[int]] = {}
+            for provider, model, fresh, read, write, output, ts, tier in given:
+                # the call Pipeline._tiered makes (a record's model and provider, its service tier and prompt)
+                priced = lookup(model, ts, provider, service_tier=tier, prompt_tokens=fresh + read + write)
+                assert isinstance(priced, PricedModel)
+                cell = cells.get(priced)  # the cell of these rates (the pipeline's _tiered_routes hold it by them)
+                if cell is None:
+                    cell = cells[priced] = [0] * CELL_WIDTH
+                cell[REQUESTS] += 1  # the additions of Pipeline.count_record
+                cell[FRESH] += fresh
+                cell[CACHE_READ] += read
+                cell[WRITE_5M] += write
+                cell[WRITE_1H] += 0
+                cell[OUTPUT] += output
+            # the dollars once per cell, as a scrape or the end of a replay works them out
+            return math.fsum(cell_dollars(cell, rates, "provider").spend for rates, cell in cells.items()), len(cells)
+        return priced_as_the_exporter_does
+
+    def pipeline(given: list[Request]) -> Callable[[], tuple[float, int]]:
+        def counted_by_the_pipeline() -> tuple[float, int]:  # the whole count_record, then dollars per cell
+            counting = Pipeline(table, wall_clock=lambda: 4e9)  # requests run into 2027: none is future_ts
+            count = counting.count_record
+            for provider, model, fresh, read, write, output, ts, tier in given:
+                count(ts, None, model, provider, None, None, None, None, None, (),
+                      Usage(fresh, read, write, 0, output, "bench"), service_tier=tier)
+            spends = []
+            for key, cell, rates in counting.aggregates.priced_cells():
+                assert rates is not None, "a request went unpriced"
+                spends.append(cell_dollars(cell, rates, key.method).spend)
+            return math.fsum(spends), len(spends)
+        return counted_by_the_pipeline
 
     def ours() -> list[float]:
         out = []
@@ -116,50 +193,111 @@ def measure(n: int = 5000) -> dict[str, Any]:
 
     calc_price, usage = genai_prices.calc_price, genai_prices.Usage
 
-    def theirs() -> list[float]:
-        out = []
-        for provider, model, fresh, read, write, output, ts, tier in records:
-            context = None if tier is None else ({"processing": "batch"} if tier == "batch"
-                                                 else {"service_tier": tier})
-            price = calc_price(usage(input_tokens=fresh + read + write, cache_read_tokens=read,
-                                     cache_write_tokens=write, output_tokens=output), model,
-                               provider_id=provider, genai_request_timestamp=datetime.fromtimestamp(ts, UTC),
-                               price_context=context)
-            out.append(float(price.total_price))
-        return out
+    def theirs(given: list[Request]) -> Callable[[], list[float]]:
+        def calc_price_per_request() -> list[float]:
+            out = []
+            for provider, model, fresh, read, write, output, ts, tier in given:
+                context = None if tier is None else ({"processing": "batch"} if tier == "batch"
+                                                     else {"service_tier": tier})
+                price = calc_price(usage(input_tokens=fresh + read + write, cache_read_tokens=read,
+                                         cache_write_tokens=write, output_tokens=output), model,
+                                   provider_id=provider, genai_request_timestamp=datetime.fromtimestamp(ts, UTC),
+                                   price_context=context)
+                out.append(float(price.total_price))
+            return out
+        return calc_price_per_request
 
-    times: dict[str, list[float]] = {"ours": [], "genai_prices": [], "floor": [], "calls": []}
-    results: dict[str, list[float]] = {}
+    order: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("stream", stream(records)), ("genai_prices", theirs(records)), ("ours", ours), ("floor", floor),
+        ("calls", calls), ("pipeline", pipeline(records)), ("month_stream", stream(month)),
+        ("month_genai_prices", theirs(month)), ("month_pipeline", pipeline(month)))
+    times: dict[str, list[float]] = {name: [] for name, _fn in order}
+    results: dict[str, Any] = {}
     for rep in range(3):
-        order = (("ours", ours), ("genai_prices", theirs), ("floor", floor), ("calls", calls))
         for name, fn in order if rep % 2 == 0 else order[::-1]:
             started = time.process_time()
             results[name] = fn()
             times[name].append(time.process_time() - started)
-    differ = sum(abs(a - b) > 1e-9 * max(abs(a), abs(b), 1e-300)
-                 for a, b in zip(results["ours"], results["genai_prices"], strict=True))
-    return {"genai_prices_version": genai_prices.__version__, "models": len(models), "records": n,
-            "ours_calls_per_s": n / min(times["ours"]), "genai_calls_per_s": n / min(times["genai_prices"]),
-            "floor_calls_per_s": n / min(times["floor"]), "empty_calls_per_s": n / min(times["calls"]),
-            "differing_records": differ}
+    per_s = {name: n / min(spent) for name, spent in times.items()}
+    month_of = MonthOf("UTC")  # the pipeline's cells are per month too (and tenant and method: one of each here)
+    result: dict[str, Any] = {
+        "genai_prices_version": genai_prices.__version__, "models": len(models), "month_models": len(month_models),
+        "records": n, "month": f"{MONTH:%Y-%m}",
+        "ours_calls_per_s": per_s["ours"], "genai_calls_per_s": per_s["genai_prices"],
+        "floor_calls_per_s": per_s["floor"], "empty_calls_per_s": per_s["calls"],
+        "differing_records": sum(not _close(a, b) for a, b in zip(results["ours"], results["genai_prices"],
+                                                                   strict=True)),
+        "stream_month_cells": len({(month_of(ts), lookup(model, ts, provider, service_tier=tier,
+                                                         prompt_tokens=fresh + read + write))
+                                   for provider, model, fresh, read, write, _output, ts, tier in records})}
+    for prefix in ("", "month_"):
+        total = math.fsum(results[f"{prefix}genai_prices"])
+        result.update({
+            f"{prefix}stream_calls_per_s": per_s[f"{prefix}stream"],
+            f"{prefix}stream_genai_calls_per_s": per_s[f"{prefix}genai_prices"],
+            f"{prefix}pipeline_calls_per_s": per_s[f"{prefix}pipeline"],
+            f"{prefix}stream_cells": results[f"{prefix}stream"][1],
+            f"{prefix}pipeline_cells": results[f"{prefix}pipeline"][1],
+            f"{prefix}slots": len({ts // SLOT_SECONDS for *_request, ts, _tier in (month if prefix else records)}),
+            f"{prefix}total_usd": total,
+            f"{prefix}stream_total_agrees": _close(results[f"{prefix}stream"][0], total),
+            f"{prefix}pipeline_total_agrees": _close(results[f"{prefix}pipeline"][0], total)})
+    return result
+
+
+def _close(ours: float, theirs: float) -> bool:
+    """Equal dollars within 1e-9 relative (ours are floats of the same decimal rates)."""
+    return abs(ours - theirs) <= 1e-9 * max(abs(ours), abs(theirs), 1e-300)
+
+
+def _stream_row(result: dict[str, Any], prefix: str, what: str, cells_note: str) -> Row:
+    ours, theirs = result[f"{prefix}stream_calls_per_s"], result[f"{prefix}stream_genai_calls_per_s"]
+    pipeline = result[f"{prefix}pipeline_calls_per_s"]
+    ratio = ours / theirs
+    agree = "equal" if result[f"{prefix}stream_total_agrees"] else "NOT equal"
+    pipeline_agree = "equal" if result[f"{prefix}pipeline_total_agrees"] else "NOT equal"
+    return Row(f"the exporter's pricing cost, {what}: lookup and cell sums per request, dollars once per cell, "
+               "vs genai_prices.calc_price per request",
+               f"{ours:,.0f}/s", f"{theirs:,.0f}/s", f"{ratio:,.0f}x", f">= {TARGET:.0f}x",
+               verdict(ratio >= TARGET, f"{ratio / TARGET:.0%} of target"),
+               [f"{result['records']:,} requests in {result[f'{prefix}stream_cells']:,} cells {cells_note}; "
+                f"total ${result[f'{prefix}total_usd']:,.2f}, {agree} to calc_price's sum (1e-9 relative); "
+                f"ours {1e6 / ours:.2f} us per request, calc_price {1e6 / theirs:.1f} us",
+                f"the whole Pipeline.count_record over the same requests (months, dedupe, label caps, routes; a "
+                f"model without tiers is not looked up per record; {result[f'{prefix}slots']:,} of the requests "
+                f"open a 15-minute slot, each working out its month and price version), then cell_dollars per "
+                f"cell: {pipeline:,.0f}/s = {pipeline / theirs:,.0f}x, in {result[f'{prefix}pipeline_cells']:,} "
+                f"cells, total {pipeline_agree}"])
 
 
 def rows(result: dict[str, Any]) -> list[Row]:
-    figure = "pricing calls/s with tiers (one request's dollars) vs genai_prices.calc_price"
+    figure = "pricing calls/s with tiers, each request on its own (lookup + cell_dollars) vs genai_prices.calc_price"
     if "skipped" in result:
         return [Row(figure, "-", "-", "-", f">= {TARGET:.0f}x", "skipped", [result["skipped"]])]
+    out = []
+    if "stream_calls_per_s" in result:  # a result saved before the stream rows existed has none
+        out = [_stream_row(result, "month_",
+                           f"a month of gateway traffic ({result['month_models']} models, half tiered)",
+                           f"(one calendar month, {result['month']})"),
+               _stream_row(result, "", f"the benchmark's requests ({result['models']} models, 21 months)",
+                           f"(by rates; {result['stream_month_cells']:,} split by month as the pipeline's are): "
+                           "nearly one per request, the worst case for this way")]
     ratio = result["ours_calls_per_s"] / result["genai_calls_per_s"]
     notes = [f"genai-prices {result['genai_prices_version']}; {result['records']:,} requests over "
-             f"{result['models']} models; dollars differ (> 1e-9 relative) on {result['differing_records']}"]
+             f"{result['models']} models; dollars differ (> 1e-9 relative) on {result['differing_records']}",
+             "what pricing each request on its own would cost: cell_dollars works out spend, savings, "
+             "would-have-saved and the cache effects where calc_price works out one total; the exporter does not "
+             "price this way (its cost is the rows above)"]
     floor, empty = result["floor_calls_per_s"], result.get("empty_calls_per_s", 0.0)
     ours_us, floor_us = 1e6 / result["ours_calls_per_s"], 1e6 / floor
     notes.append(f"ours {ours_us:.2f} us per request, of which {floor_us:.2f} us the loop floor (next row): "
                  f"lookup + cell_dollars take {ours_us - floor_us:.2f} us")
-    return [Row(figure, f"{result['ours_calls_per_s']:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
+    return [*out,
+            Row(figure, f"{result['ours_calls_per_s']:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
                 f"{ratio:,.0f}x", f">= {TARGET:.0f}x", verdict(ratio >= TARGET, f"{ratio / TARGET:.0%} of target"),
                 notes),
-            Row("loop floor of that row: the same loop building the name and the cell, no lookup, no dollars",
-                f"{floor:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
+            Row("loop floor of the per-request row: the same loop building the name and the cell, no lookup, "
+                "no dollars", f"{floor:,.0f}/s", f"{result['genai_calls_per_s']:,.0f}/s",
                 f"{floor / result['genai_calls_per_s']:,.0f}x", "-", "n/a",
                 ["the ratio no pricing code called per request this way can pass on this run",
                  f"with two empty Python functions of the same signatures in place of lookup and cell_dollars: "

@@ -140,6 +140,30 @@ def test_a_warm_memo_still_tells_windows_and_tiers_apart():
         ("late", "", 0.75), ("late", "above_200000", 1.5)]
 
 
+def test_one_zone_plans_read_their_zone_table_as_window_does():
+    """``Plan.at`` reads a one-zone model's table directly; every 7th minute of two days (a DST change too,
+    all in version a: a plan is one version's) it names the window ``Plan.window`` names and prices as the
+    uncached lookup; a plan of two zones keeps going through ``window``."""
+    from exporter.prices.memo import Plan, plan
+
+    table = parse_price_table(TABLE, "memo.yaml")
+    one = plan(table, (0, "nyc", None, None), table._memo)
+    two = plan(table, (0, "ds", None, None), table._memo)
+    assert isinstance(one, Plan) and isinstance(two, Plan)
+    assert one.clock is one.clocks[0] and one.minutes == one.windows[0]
+    assert two.clock is None and len(two.clocks) == 2
+    named = set()
+    for day in (datetime(2025, 1, 15, tzinfo=UTC), datetime(2025, 3, 9, tzinfo=UTC), datetime(2025, 6, 28, tzinfo=UTC)):
+        for minute in range(0, 2 * 1440, 7):
+            ts = day.timestamp() + minute * 60 + 0.5
+            assert one.clock.minute(ts) == (datetime.fromtimestamp(ts, ZoneInfo("America/New_York")).hour * 60
+                                            + datetime.fromtimestamp(ts, ZoneInfo("America/New_York")).minute)
+            named.add(one.minutes[one.clock.minute(ts)])
+            assert one.minutes[one.clock.minute(ts)] == one.window(ts)
+            assert one.at(ts, 10) == _reference(REFERENCE, "nyc", ts, None, None, 10)
+    assert named == {0, 1, 2}  # no window, late, dawn: each was met
+
+
 def test_a_full_memo_starts_again_and_keeps_caching(monkeypatch):
     """Junk model names fill the memo; it is emptied, not frozen, so the names in use stay one dict hit."""
     from exporter.prices import memo
