@@ -5,8 +5,8 @@ each version is complete on its own. A model unknown to that version is *unprice
 invented. A missing cache-write rate falls back to its family's multiplier of the input rate, else
 to the input rate (no invented premium); a missing cache-read rate to the input rate (no discount).
 A model's optional ``tokenizer`` key groups models for ``calibrate``; pricing never reads it.
-Validation errors name file, line, key and value (``exporter.yamlpos``). ``PricedModel`` is frozen and
-hashable: the aggregates keep the exact rates they counted with (a later table never reprices them).
+Validation errors name file, line, key and value (``exporter.yamlpos``). ``PricedModel`` (``prices.rates``) is
+frozen and hashable: the aggregates keep the exact rates they counted with (a later table never reprices them).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exporter.prices.rates import PROVIDER_METHOD, PricedModel
 from exporter.yamlpos import Located, YamlError, load_located
 
 if TYPE_CHECKING:
@@ -30,11 +31,12 @@ if TYPE_CHECKING:
     from exporter.prices.memo import Key, Plan
     from exporter.prices.tiers import ModelTiers
 
+__all__ = ["PROVIDER_METHOD", "PricedModel"]  # re-exported: their home is prices.rates
+
 SCHEMA = "llm-savings-prices/v1"
 SCHEMA_V2 = "llm-savings-prices/v2"  # v1 + tiers, service_tiers, time_windows (prices.tiers), match (prices.match)
 PER_MILLION = 1_000_000.0
 BUNDLED_PRICES = Path(__file__).parent.parent / "data" / "prices.yaml"
-PROVIDER_METHOD = "provider"
 
 
 class PriceTableError(YamlError):
@@ -43,38 +45,6 @@ class PriceTableError(YamlError):
 
 class PriceTableChanging(PriceTableError):
     """The file changed while (or just after) it was read: being written in place; try again later."""
-
-
-@dataclass(frozen=True, slots=True)
-class PricedModel:
-    """Rates (USD per million tokens) of one model in one version, with its family's factors."""
-
-    version: str
-    model: str
-    family: str
-    input: float
-    output: float
-    cache_read: float
-    cache_write_5m: float
-    cache_write_1h: float
-    factors: tuple[tuple[str, float], ...] = ()
-    # provenance of v2 rates (prices.tiers): "above_200000", the service tier, the time window; "" = base
-    tier: str = ""
-    service_tier: str = ""
-    window: str = ""
-    # a saving across a prompt tier: the counterfactual's rates in field order (engine.pipeline._tiered)
-    cliff_saved: tuple[float, ...] = ()
-    cliff_would: tuple[float, ...] = ()
-
-    def factor(self, method: str | None) -> tuple[float, str]:
-        """Billed-token factor for a count method and where it came from."""
-        if method == PROVIDER_METHOD:
-            return 1.0, "provider"
-        if method is not None:
-            for name, value in self.factors:
-                if name == method:
-                    return value, "table"
-        return 1.0, "default"
 
 
 @dataclass(frozen=True, slots=True)
