@@ -62,7 +62,7 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
-from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
+from exporter.sources.otlp.fingerprints import Fingerprint, PrintIndex
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     Ignored,
@@ -95,11 +95,10 @@ class Member:
     keep: bool = True
 
 
-@dataclass(slots=True)
-class _Family:
-    request_id: str | None
-    usage: tuple[int, int, int, int] | None
-    emitted: bool = False
+# A family: (request id, usage, emitted), replaced whole on change. A plain tuple of strings and
+# numbers, which the garbage collector untracks (the memory holds tens of thousands of families;
+# as objects they were walked on every full collection).
+_Family = tuple[str | None, tuple[int, int, int, int] | None, bool]
 
 
 @dataclass
@@ -138,13 +137,11 @@ class SpanCorrelator:
             elif kind == "pending":
                 self._pending.pop(key, None)
             elif kind == "print":
-                fp, entry = key
-                if not entry.matched:  # a matched print has left its queue already
-                    self._prints.drop(fp, entry)
+                self._prints.forget(*key)
 
     def _new_family(self, member: Member) -> int:
         self._next += 1
-        self._families[self._next] = _Family(member.request_id, member.usage)
+        self._families[self._next] = (member.request_id, member.usage, False)
         return self._next
 
     # --- the rules ------------------------------------------------------------
@@ -185,9 +182,9 @@ class SpanCorrelator:
         known = self._families.get(family)
         if known is None:
             return False
-        if known.usage is None or member.usage is None:
+        a, b = known[1], member.usage
+        if a is None or b is None:
             return True
-        a, b = known.usage, member.usage
         return a[0] == b[0] and a[3] == b[3]
 
     def _place(self, member: Member) -> None:
@@ -220,13 +217,13 @@ class SpanCorrelator:
         if family is None:
             family = self._new_family(member)
             if fingerprint is not None:
-                entry = Print(member.dialect, member.end_ns, family, member.response_id is not None, family)
+                entry = (member.dialect, member.end_ns, family, member.response_id is not None, family)
                 self._prints.add(fingerprint, entry)
                 self._remember("print", (fingerprint, entry))
         else:
             known = self._families[family]
-            if known.usage is None:
-                known.usage = member.usage
+            if known[1] is None:
+                self._families[family] = (known[0], member.usage, known[2])
         member.family = family
         self._family_of[member.key] = family
         self._seen_ids[member.key] = member.response_id
@@ -246,24 +243,23 @@ class SpanCorrelator:
         by_family: dict[int, list[Member]] = {}
         for member in members:
             by_family.setdefault(member.family, []).append(member)
+        families = self._families
         for family_id, group in by_family.items():
-            family = self._families[family_id]
-            if family.emitted:
+            request_id, usage, emitted = families[family_id]
+            if emitted:
                 for member in group:  # counted as duplicates by the pipeline's dedupe
-                    member.request_id = family.request_id
+                    member.request_id = request_id
                 continue
             if len(group) == 1:  # the common case: what the general rule below gives for one
-                family.request_id = group[0].request_id
-                family.emitted = True
+                families[family_id] = (group[0].request_id, usage, True)
                 continue
             best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
             with_id = next((m for m in group if m.response_id is not None), None)
             source = best if best.response_id is not None or with_id is None else with_id
-            family.request_id = source.request_id
-            family.emitted = True
+            families[family_id] = (source.request_id, usage, True)
             for member in group:
                 member.keep = member is best
-                member.request_id = family.request_id
+                member.request_id = source.request_id
 
 
 # --- the glue to the mapping ---------------------------------------------------------------
