@@ -75,6 +75,7 @@ from exporter.sources.otlp.spans import (
 MAX_DEPTH = 8
 MAX_ENTRIES = 65536
 IGNORE_SAME_CALL = "same_call"
+_SAME_CALL = Ignored(IGNORE_SAME_CALL)  # shared: the outcome is frozen
 
 
 
@@ -366,7 +367,7 @@ def correlate(
     correlator.resolve(links, [member for _, member in members])
     for index, member in members:
         if not member.keep:
-            outcomes[index] = Ignored(IGNORE_SAME_CALL)
+            outcomes[index] = _SAME_CALL
             continue
         record = outcomes[index]
         assert isinstance(record, Mapped)
