@@ -28,17 +28,16 @@ def usage_block(
     the span gives the 5m/1h split of cache writes, Anthropic-shaped (disjoint
     tiers) instead, the one shape that carries the split.
     """
-    inp, out, read, write, total = counts[:5]
-    w5, w1h = counts.write_5m, counts.write_1h
+    inp, out, read, write, total, w5, w1h, stated, given = counts
     split = w5 is not None and w1h is not None
     if split and write is None:
         write = (w5 or 0) + (w1h or 0)
-    flags = set(counts.flags)
+    added: list[str] = []  # flags this function adds to the span's own (``given``)
     cached = (read or 0) + (write or 0)
     if inp is not None and cached:
         includes_cache = forced
         if includes_cache is None:
-            includes_cache = counts.includes_cache
+            includes_cache = stated
         if includes_cache is None:
             if total is not None and out is not None and inp + out == total:
                 includes_cache = True
@@ -46,13 +45,18 @@ def usage_block(
                 includes_cache = False
             else:
                 includes_cache = dialect.input_includes_cache
-                flags.add(MISSING_INCLUSIVE)
+                added.append(MISSING_INCLUSIVE)
         if not includes_cache:
             inp += cached
     if write and not (split and (w5 or 0) + (w1h or 0) == write):
-        flags.add(MISSING_CACHE_TTL)
+        added.append(MISSING_CACHE_TTL)
         split = False
-    ordered = [flag for flag in SOURCE_FLAGS if flag in flags]
+    if given or added:
+        flags = set(given)
+        flags.update(added)
+        ordered = [flag for flag in SOURCE_FLAGS if flag in flags]
+    else:  # the common case: nothing lacking
+        ordered = added
     if split and inp is not None and inp >= cached:
         return {
             "input_tokens": inp - cached,
@@ -66,13 +70,13 @@ def usage_block(
         usage["prompt_tokens"] = inp
     if out is not None:
         usage["completion_tokens"] = out
-    details: dict[str, int] = {}
     if read is not None:
-        details["cached_tokens"] = read
-    if write is not None:
-        details["cache_write_tokens"] = write
-    if details:
-        usage["prompt_tokens_details"] = details
+        if write is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": read, "cache_write_tokens": write}
+        else:
+            usage["prompt_tokens_details"] = {"cached_tokens": read}
+    elif write is not None:
+        usage["prompt_tokens_details"] = {"cache_write_tokens": write}
     return usage, ordered
 
 

@@ -62,7 +62,7 @@ from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
-from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
+from exporter.sources.otlp.fingerprints import PrintIndex
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     Ignored,
@@ -75,6 +75,7 @@ from exporter.sources.otlp.spans import (
 MAX_DEPTH = 8
 MAX_ENTRIES = 65536
 IGNORE_SAME_CALL = "same_call"
+_SAME_CALL = Ignored(IGNORE_SAME_CALL)  # shared: the outcome is frozen
 
 
 
@@ -95,11 +96,10 @@ class Member:
     keep: bool = True
 
 
-@dataclass(slots=True)
-class _Family:
-    request_id: str | None
-    usage: tuple[int, int, int, int] | None
-    emitted: bool = False
+# A family: (request id, usage, emitted), replaced whole on change. A plain tuple of strings and
+# numbers, which the garbage collector untracks (the memory holds tens of thousands of families;
+# as objects they were walked on every full collection).
+_Family = tuple[str | None, tuple[int, int, int, int] | None, bool]
 
 
 @dataclass
@@ -138,14 +138,7 @@ class SpanCorrelator:
             elif kind == "pending":
                 self._pending.pop(key, None)
             elif kind == "print":
-                fp, entry = key
-                if not entry.matched:  # a matched print has left its queue already
-                    self._prints.drop(fp, entry)
-
-    def _new_family(self, member: Member) -> int:
-        self._next += 1
-        self._families[self._next] = _Family(member.request_id, member.usage)
-        return self._next
+                self._prints.forget(*key)
 
     # --- the rules ------------------------------------------------------------
     def resolve(self, links: Sequence[tuple[str, str]], members: Sequence[Member]) -> None:
@@ -185,85 +178,98 @@ class SpanCorrelator:
         known = self._families.get(family)
         if known is None:
             return False
-        if known.usage is None or member.usage is None:
+        a, b = known[1], member.usage
+        if a is None or b is None:
             return True
-        a, b = known.usage, member.usage
         return a[0] == b[0] and a[3] == b[3]
 
     def _place(self, member: Member) -> None:
-        again = self._family_of.get(member.key)
+        family_of, key, usage, order, now = self._family_of, member.key, member.usage, self._order, self._now
+        again = family_of.get(key)
         if again is not None and again in self._families and self._resent(again, member):
             member.family = again
             return
         family = None
         # (a) an ancestor seen before (this request or an earlier one)
         cursor, depth, last = member.parent_key, 0, member.parent_key
+        parents = self._parent
         while cursor and depth < MAX_DEPTH:
-            found = self._family_of.get(cursor)
+            found = family_of.get(cursor)
             if found is not None and self._compatible(found, member):
                 family = found
                 break
             last = cursor
-            cursor = self._parent.get(cursor, "")
+            cursor = parents.get(cursor, "")
             depth += 1
+        pending = self._pending
         # (a) a descendant seen before, waiting for this span
-        if family is None:
-            waiting = self._pending.get(member.key)
+        if family is None and pending:
+            waiting = pending.get(key)
             if waiting is not None and self._compatible(waiting, member):
                 family = waiting
-                del self._pending[member.key]
-        # (c) the fingerprint, across dialects
-        fingerprint = self._fingerprint(member)
+                del pending[key]
+        # (c) the fingerprint, across dialects (model and the four usage numbers)
+        fingerprint = (
+            None if usage is None or not (usage[0] or usage[3]) or not member.model
+            else (member.model.lower(), *usage)
+        )
+        has_id = member.response_id is not None
         if family is None and fingerprint is not None:
-            family = self._prints.match(fingerprint, member.dialect, member.response_id is not None,
-                                        member.end_ns, self.end_tolerance_ns, self._families)
+            family = self._prints.match(fingerprint, member.dialect, has_id, member.end_ns,
+                                        self.end_tolerance_ns, self._families)
         if family is None:
-            family = self._new_family(member)
+            self._next += 1  # a new family
+            family = self._next
+            self._families[family] = (member.request_id, usage, False)
             if fingerprint is not None:
-                entry = Print(member.dialect, member.end_ns, family, member.response_id is not None, family)
+                entry = (member.dialect, member.end_ns, family, has_id, family)
                 self._prints.add(fingerprint, entry)
-                self._remember("print", (fingerprint, entry))
+                order.append((now, "print", (fingerprint, entry)))
         else:
             known = self._families[family]
-            if known.usage is None:
-                known.usage = member.usage
+            if known[1] is None:
+                self._families[family] = (known[0], usage, known[2])
         member.family = family
-        self._family_of[member.key] = family
-        self._seen_ids[member.key] = member.response_id
-        self._remember("model", member.key)
-        if last and last not in self._family_of and last not in self._pending:
-            self._pending[last] = family  # an ancestor not seen yet joins when it comes
-            self._remember("pending", last)
-
-    @staticmethod
-    def _fingerprint(member: Member) -> Fingerprint | None:
-        if member.usage is None or not (member.usage[0] or member.usage[3]) or not member.model:
-            return None
-        return (member.model.lower(), *member.usage)
+        family_of[key] = family
+        self._seen_ids[key] = member.response_id
+        order.append((now, "model", key))
+        if last and last not in family_of and last not in pending:
+            pending[last] = family  # an ancestor not seen yet joins when it comes
+            order.append((now, "pending", last))
 
     def _choose(self, members: Sequence[Member]) -> None:
         """Per family: keep the best member of this request unless the family was emitted."""
-        by_family: dict[int, list[Member]] = {}
+        first: dict[int, Member] = {}  # each family's first member, in the order families appear
+        more: dict[int, list[Member]] = {}  # every member of the families with more than one
         for member in members:
-            by_family.setdefault(member.family, []).append(member)
-        for family_id, group in by_family.items():
-            family = self._families[family_id]
-            if family.emitted:
-                for member in group:  # counted as duplicates by the pipeline's dedupe
-                    member.request_id = family.request_id
+            family_id = member.family
+            if family_id not in first:
+                first[family_id] = member
+            elif family_id in more:
+                more[family_id].append(member)
+            else:
+                more[family_id] = [first[family_id], member]
+        families = self._families
+        for family_id, member in first.items():
+            request_id, usage, emitted = families[family_id]
+            group = more.get(family_id)
+            if group is None:  # the common case: what the rules below give for one member
+                if emitted:
+                    member.request_id = request_id
+                else:
+                    families[family_id] = (member.request_id, usage, True)
                 continue
-            if len(group) == 1:  # the common case: what the general rule below gives for one
-                family.request_id = group[0].request_id
-                family.emitted = True
+            if emitted:
+                for member in group:  # counted as duplicates by the pipeline's dedupe
+                    member.request_id = request_id
                 continue
             best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
             with_id = next((m for m in group if m.response_id is not None), None)
             source = best if best.response_id is not None or with_id is None else with_id
-            family.request_id = source.request_id
-            family.emitted = True
+            families[family_id] = (source.request_id, usage, True)
             for member in group:
                 member.keep = member is best
-                member.request_id = family.request_id
+                member.request_id = source.request_id
 
 
 # --- the glue to the mapping ---------------------------------------------------------------
@@ -313,17 +319,17 @@ def _member(span: SpanView, record: dict[str, Any], key: str, parent_key: str, o
     flags = record.get("source_flags", ())
     response_id = span.attrs.get(A_RESPONSE_ID)
     response_id = response_id if isinstance(response_id, str) and response_id else None
-    complete = flags.count(RESPONSE_CACHE_HIT) == len(flags)  # no flag but the cache hit
-    return Member(
-        key=key,
-        parent_key=parent_key,
-        dialect=str(record.get("source_dialect", "")),
-        usage=_usage_numbers(usage),
-        model=str(record.get("model", "")),
-        end_ns=span.end_ns or span.start_ns,
-        response_id=response_id,
-        request_id=record.get("request_id"),
-        rank=(1 if complete else 0, 1 if "cache_creation" in usage else 0, 1 if response_id else 0),
+    complete = not flags or flags.count(RESPONSE_CACHE_HIT) == len(flags)  # no flag but the cache hit
+    return Member(  # positional: the fields in their declared order
+        key,
+        parent_key,
+        str(record.get("source_dialect", "")),
+        _usage_numbers(usage),
+        str(record.get("model", "")),
+        span.end_ns or span.start_ns,
+        response_id,
+        record.get("request_id"),
+        (1 if complete else 0, 1 if "cache_creation" in usage else 0, 1 if response_id else 0),
     )
 
 
@@ -361,7 +367,7 @@ def correlate(
     correlator.resolve(links, [member for _, member in members])
     for index, member in members:
         if not member.keep:
-            outcomes[index] = Ignored(IGNORE_SAME_CALL)
+            outcomes[index] = _SAME_CALL
             continue
         record = outcomes[index]
         assert isinstance(record, Mapped)

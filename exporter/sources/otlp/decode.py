@@ -174,6 +174,20 @@ def _json_id(value: Any, size: int) -> str:
     return raw.hex()
 
 
+def _json_hex(value: Any, size: int) -> str:
+    """``_json_id`` with its common case first: ``size`` bytes of hex (``bytes.fromhex`` takes
+    ASCII hex digits only, and a string of ``2 * size`` characters with a space in it gives fewer
+    than ``size`` bytes, so this accepts exactly what the pattern does)."""
+    if type(value) is str and len(value) == size * 2:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            return _json_id(value, size)
+        if len(raw) == size:
+            return raw.hex()
+    return _json_id(value, size)
+
+
 def _json_value(value: Any) -> Any:
     if not isinstance(value, dict):
         return Unsupported("malformed")
@@ -223,8 +237,20 @@ def _json_attrs(kvs: Any, options: MappingOptions) -> dict[str, Any]:
             keep = options.wanted(key)
         if keep:
             value = kv.get("value")
-            text = value.get("stringValue") if type(value) is dict else None
-            out[key] = text if type(text) is str else _json_value(value)  # the common case inline
+            if type(value) is dict:  # the common cases inline: a string, a decimal-string or JSON int
+                text = value.get("stringValue")
+                if type(text) is str:
+                    out[key] = text
+                    continue
+                if text is None and "stringValue" not in value:
+                    number = value.get("intValue")
+                    if type(number) is int:
+                        out[key] = number
+                        continue
+                    if type(number) is str and number.isdigit() and number.isascii() and len(number) <= 19:
+                        out[key] = int(number)
+                        continue
+            out[key] = _json_value(value)
     return out
 
 
@@ -278,9 +304,9 @@ def _json_span(
         get = span.get  # each field by its lowerCamelCase name, else the protobuf one (_j inline)
         attrs = _json_attrs(get("attributes"), options)
         trace_id = get("traceId")
-        trace_id = _json_id(get("trace_id") if trace_id is None else trace_id, 16)
+        trace_id = _json_hex(get("trace_id") if trace_id is None else trace_id, 16)
         span_id = get("spanId")
-        span_id = _json_id(get("span_id") if span_id is None else span_id, 8)
+        span_id = _json_hex(get("span_id") if span_id is None else span_id, 8)
         start = get("startTimeUnixNano")
         start = get("start_time_unix_nano") if start is None else start
         start_ns = start if type(start) is int else _json_int(start)
@@ -288,7 +314,7 @@ def _json_span(
         end = get("end_time_unix_nano") if end is None else end
         end_ns = end if type(end) is int else _json_int(end)
         parent = get("parentSpanId")
-        parent_id = _json_id(get("parent_span_id") if parent is None else parent, 8)
+        parent_id = _json_hex(get("parent_span_id") if parent is None else parent, 8)
         return SpanView(attrs, resource, scope_name, trace_id, span_id, start_ns, end_ns, parent_id)
     except BadValue as bad:
         return Rejected(bad.reason, bad.detail)

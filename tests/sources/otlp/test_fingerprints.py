@@ -18,20 +18,22 @@ class ListIndex:
 
     def __init__(self) -> None:
         self.entries: list[Print] = []
+        self.matched: set[int] = set()
 
     def add(self, entry: Print) -> None:
         self.entries.append(entry)
 
     def match(self, dialect: str, has_id: bool, end_ns: int, tolerance: int, families: set[int]) -> int | None:
         for entry in self.entries:
-            if entry.matched or entry.dialect == dialect:
+            dialect_of, end_of, family, with_id, seq = entry
+            if seq in self.matched or dialect_of == dialect:
                 continue
-            if entry.has_response_id and has_id:
+            if with_id and has_id:
                 continue
-            if abs(entry.end_ns - end_ns) > tolerance or entry.family not in families:
+            if abs(end_of - end_ns) > tolerance or family not in families:
                 continue
-            entry.matched = True
-            return entry.family
+            self.matched.add(seq)
+            return family
         return None
 
     def drop(self, entry: Print) -> None:
@@ -56,17 +58,33 @@ def test_index_matches_like_one_list(ops: list[tuple[Any, ...]]) -> None:
     for op, a, b, c in ops:
         if op == "add":
             seq = len(added) + 1
-            pair = (Print(a, c, seq, b, seq), Print(a, c, seq, b, seq))
+            pair: tuple[Print, Print] = ((a, c, seq, b, seq), (a, c, seq, b, seq))
             fast.add(FP, pair[0])
             slow.add(pair[1])
             families.add(seq)
             added.append(pair)
         elif op == "match":
             assert fast.match(FP, a, b, c, 1, families) == slow.match(a, b, c, 1, families)
-        elif op == "evict" and added:  # as SpanCorrelator._evict: a matched print left already
+        elif op == "evict" and added:  # as SpanCorrelator._evict
             mine, theirs = added[a % len(added)]
-            if not mine.matched:
-                fast.drop(FP, mine)
+            fast.forget(FP, mine)
             slow.drop(theirs)
         elif op == "forget_family":
             families.discard(a)
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS)
+def test_forgetting_every_print_leaves_the_index_empty(ops: list[tuple[Any, ...]]) -> None:
+    """The memory's eviction forgets each print once: nothing stays behind, matched or not."""
+    index = PrintIndex()
+    added: list[Print] = []
+    for op, a, b, c in ops:
+        if op == "add":
+            added.append((a, c, len(added) + 1, b, len(added) + 1))
+            index.add(FP, added[-1])
+        elif op == "match":
+            index.match(FP, a, b, c, 1, {entry[2] for entry in added})
+    for entry in added:
+        index.forget(FP, entry)
+    assert not index.queues and not index.matched
