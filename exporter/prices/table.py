@@ -23,15 +23,14 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exporter.prices.rates import PROVIDER_METHOD, PricedModel
+from exporter.prices.rates import PROVIDER_METHOD as PROVIDER_METHOD  # re-exported: its home is prices.rates
+from exporter.prices.rates import PricedModel as PricedModel
 from exporter.yamlpos import Located, YamlError, load_located
 
 if TYPE_CHECKING:
     from exporter.prices.match import Matcher, ProviderRules
     from exporter.prices.memo import Key, Plan
     from exporter.prices.tiers import ModelTiers
-
-__all__ = ["PROVIDER_METHOD", "PricedModel"]  # re-exported: their home is prices.rates
 
 SCHEMA = "llm-savings-prices/v1"
 SCHEMA_V2 = "llm-savings-prices/v2"  # v1 + tiers, service_tiers, time_windows (prices.tiers), match (prices.match)

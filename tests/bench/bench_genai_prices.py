@@ -139,8 +139,8 @@ def measure(n: int = 5000) -> dict[str, Any]:
         def counted_by_the_pipeline() -> tuple[float, int]:  # the whole count_record, then dollars per cell
             counting = Pipeline(table, wall_clock=lambda: 4e9)  # requests run into 2027: none is future_ts
             count = counting.count_record
-            for provider, model, fresh, read, write, output, ts, tier in given:
-                count(ts, None, model, provider, None, None, None, None, None, (),
+            for number, (provider, model, fresh, read, write, output, ts, tier) in enumerate(given):
+                count(ts, f"req-{number}", model, provider, None, None, None, None, None, (),
                       Usage(fresh, read, write, 0, output, "bench"), service_tier=tier)
             spends = []
             for key, cell, rates in counting.aggregates.priced_cells():

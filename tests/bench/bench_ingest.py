@@ -19,7 +19,8 @@ by the commands run alternately ``--rounds`` times; medians are reported:
 - required floor: the typed decode plus the least work replay's contract
   demands of a record (``REQUIRED_FLOOR``, what it includes and omits in
   ``REQUIRED_NOTE``), plain Python calling the real ledger and usage
-  normaliser: if it is below 0.5 of the typed loop, so is any replay;
+  normaliser: if it is below 0.5 of the typed loop, so is any replay with
+  this ledger and cell layout;
 - one increment: the typed decode plus one dict increment per record (the
   model), the least any counter can do after decoding.
 

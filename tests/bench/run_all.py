@@ -255,14 +255,15 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   timestamp and month as replay gets them, replay's own dedupe ledger, the usage normaliser, one
   cell lookup and eight integer additions into a cell of the real width) and nothing else: no
   check, no price version, no label caps, no component or divergence counts. It runs at about a
-  quarter of the typed loop per CPU-second, so no replay written in Python reaches 0.5; replay
-  itself runs at about 0.6 of the floor. Piece by piece after a decode (`python
+  quarter of the typed loop per CPU-second, so no replay written in Python with this ledger and cell
+  layout reaches 0.5; replay itself runs at about 0.6 of the floor. Piece by piece after a decode (`python
   tests/bench/bench_replay.py --floor-parts`, one process, best of 3, 20,000 and 300,000 records on a
   loaded machine): the dedupe ledger adds 1.7-2.5 decodes (`seen_before`: hash, pack, the shard's
   `find` and the hour's bucket; py-spy puts about half of it on two lines, `shards[index]` and
   `shard.find`, memory the decode does not touch), the cell lookup and its additions 1.1-1.4, the
   usage normaliser about 0.6, timestamp and month 0.5-1.0; at 0.5 of the typed loop all of them
-  together could add one. By instructions (callgrind,
+  together could add one. The ledger is the largest piece and a design choice (an exact 40-day window
+  in about 20 bytes per id), but without it the rest already adds more than one decode. By instructions (callgrind,
   `python -m tests.bench.bench_instructions`, 20,000 records, fresh ids): the typed loop 11.5k per
   record, the floor 28.0k (0.41), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
   are lower still, the ledger's and the cells' memory not being in cache. The rest of replay over
@@ -295,22 +296,24 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   which the benchmark leaves on (about a third of the cold render at 100k series); the sidecar
   renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
   figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
-- **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request
-  on its own: it adds a record's token counts into the cell of its rates (a model without tiers is not
+- **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
+  its own: it adds a record's token counts into the cell of its rates (a model without tiers is not
   even looked up, its route holds the cell; a tiered one is looked up by its prompt size and time) and
   works dollars out once per cell, at a scrape or at the end of a replay. The "exporter's pricing
   cost" rows measure that. Over a month of traffic (52 cells for 5,000 requests) it is about 1 us per
-  request: `PriceTable.lookup` about 0.4 us, finding the cell by its `PricedModel` about 0.25 us (the
-  frozen dataclass's generated `__hash__` hashes its 14 fields at every dict access; an identity hash
-  measured 0.85 against 1.1 us per request), the additions and the loop the rest; `cell_dollars` runs
-  52 times. Over the benchmark's own requests (2,556 cells for 5,000) it runs for every other request,
-  so that row costs what pricing each request does. That per-request row is bounded by the loop: with
-  two empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
-  0.3 us for both at 100x; `cell_dollars` alone costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as
-  it works out spend, savings, would-have-saved and the cache effects where `calc_price` works out one
-  total. The whole `Pipeline.count_record` over the month's requests costs several times the stream row:
-  half of these sparse requests open a 15-minute slot (month and price version worked out, with a
-  `strftime`), which a real month with many requests per quarter hour does not.
+  request: `PriceTable.lookup` about 0.4 us, finding the cell by its `PricedModel` (whose hash is
+  worked out once, when the rates are made: the dataclass's generated `__hash__` hashed its 14 fields
+  at every dict access, 0.25 us of 1.1 us per request), the additions and the loop the rest;
+  `cell_dollars` runs 52 times. The row looks every request up, the untiered models' too, which the
+  pipeline does not: it overstates the exporter's cost a little. Over the benchmark's own requests
+  (2,556 cells for 5,000) it runs for every other request, so that row costs what pricing each request
+  does. That per-request row is bounded by the loop: with two empty functions in place of `lookup` and
+  `cell_dollars` it reaches 130-180x, which leaves about 0.3 us for both at 100x; `cell_dollars` alone
+  costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as it works out spend, savings,
+  would-have-saved and the cache effects where `calc_price` works out one total. The whole
+  `Pipeline.count_record` over the month's requests costs several times the stream row: half of these
+  sparse requests open a 15-minute slot (month and price version worked out, with a `strftime`), which
+  a real month with many requests per quarter hour does not.
 """
 
 
