@@ -10,6 +10,7 @@ setting below has a default; a config file only says what differs.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
@@ -234,12 +235,16 @@ def _convert(doc: Located | None, path: tuple[str | int, ...], value: Any, kind:
         # ascii and short: int() refuses 5000 digits and '²' with ValueError (found by tests/hostile)
         if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
             return int(value)
-        shown = repr(value) if len(str(value)) <= 40 else f"a value of {len(str(value))} characters"
-        raise fail(f"expected a non-negative integer, got {shown}")
+        raise fail(f"expected a non-negative integer, got {_shown(value)}")
     if kind is float or text == "float":
         if not isinstance(value, bool) and isinstance(value, int | float) and value > 0:
-            return float(value)
-        raise fail(f"expected a positive number, got {value!r}")
+            try:
+                number = float(value)  # an int of 309 digits or more overflows (found by tests/fuzz)
+            except OverflowError:
+                number = math.inf
+            if math.isfinite(number):  # YAML's .inf is a float too: no setting means "forever"
+                return number
+        raise fail(f"expected a positive finite number, got {_shown(value)}")
     if text in ("str", "<class 'str'>"):
         if isinstance(value, str) and value:
             return value
@@ -255,6 +260,14 @@ def _convert(doc: Located | None, path: tuple[str | int, ...], value: Any, kind:
             return tuple(value)
         raise fail(f"expected a list of strings, got {value!r}")
     raise fail(f"unsupported setting type {text}")  # pragma: no cover - a programming error
+
+
+def _shown(value: Any) -> str:
+    """A refused value as the error shows it: long ones by their length (an int past 4,300 digits has no repr)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else f"a value of {len(str(value))} characters"
 
 
 def _build(cls: type, raw: Any, doc: Located | None, path: tuple[str | int, ...], origin: str) -> Any:

@@ -83,7 +83,13 @@ def test_a_bad_environment_value_is_refused_naming_the_variable(variable: str, v
     ("labels:\n  max_modles: 3\n", "f.yaml:2: labels.max_modles: unknown setting"),
     ("otlp:\n  listen: 'localhost'\n", "f.yaml:2: otlp.listen: expected HOST:PORT"),
     ("schema: llm-savings-config/v2\n", "f.yaml:1: schema: expected 'llm-savings-config/v1'"),
-    ("checkpoint_interval_seconds: 0\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive number"),
+    ("checkpoint_interval_seconds: 0\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive finite number"),
+    # a float setting given an int too large for a float, or infinity: refused, never OverflowError or "forever"
+    ("dedupe_window_days: " + "1" * 400 + "\n", "f.yaml:1: dedupe_window_days: expected a positive finite number, "
+     "got an integer of about 400 digits"),
+    ("checkpoint_interval_seconds: .inf\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive finite number"),
+    ("dedupe_max_ids: " + "9" * 5000 + "\n", "f.yaml:1: dedupe_max_ids: expected a non-negative integer, "
+     "got a value of 5000 characters"),
 ])
 def test_mistakes_are_refused_with_file_line_and_key(tmp_path: Path, text: str, where: str) -> None:
     path = tmp_path / "f.yaml"
