@@ -25,21 +25,20 @@ phase() {
   return "$rc"
 }
 phase setup scripts/setup.sh --test
+bg=()  # the background jobs, each in its own process group (set -m), stopped whole if this script stops early
+trap 'for pgid in "${bg[@]}"; do kill -- "-$pgid" 2>/dev/null || true; done' EXIT
 if [ $# -eq 0 ]; then
-  # Background, niced: the live-capture venvs (tests/live/make_envs.py) and the image
-  # (scripts/build_image.sh). A test reaching one still being built waits on its lock; a failed
-  # build here is built again, and reported, by its test.
-  # its own process group (set -m), so that a failure of ruff or mypy can stop it whole
+  # Background, niced, at once (downloads, mostly): the live-capture venvs (tests/live/make_envs.py)
+  # and the image (scripts/build_image.sh). A test reaching one still being built waits on its lock;
+  # a failed build here is built again, and reported, by its test.
   set -m
-  (
-    phase prefetch-live-envs nice -n 10 .venv/bin/python -m tests.live.make_envs > "$LOGS/live-envs.log" 2>&1 || true
-    if [ "$(id -u)" -eq 0 ] && command -v buildah >/dev/null 2>&1; then
-      phase prefetch-image nice -n 10 scripts/build_image.sh > "$LOGS/image.log" 2>&1 || true
-    fi
-  ) &
-  prefetch=$!
+  ( phase prefetch-live-envs nice -n 10 .venv/bin/python -m tests.live.make_envs > "$LOGS/live-envs.log" 2>&1 || true ) &
+  bg+=($!)
+  if [ "$(id -u)" -eq 0 ] && command -v buildah >/dev/null 2>&1; then
+    ( phase prefetch-image nice -n 10 scripts/build_image.sh > "$LOGS/image.log" 2>&1 || true ) &
+    bg+=($!)
+  fi
   set +m
-  trap '[ -n "${prefetch:-}" ] && kill -- "-$prefetch" 2>/dev/null || true' EXIT
 fi
 phase ruff .venv/bin/ruff check exporter tests scripts
 phase mypy .venv/bin/mypy
@@ -58,14 +57,19 @@ lane_b() {
   # a fixed-seed sample of the mutants the last full mutation run killed must still be killed
   phase mutation-sample scripts/mutation.sh sample
 }
+set -m
 lane_b > "$LOGS/lane-b.log" 2>&1 &
 lane_b_pid=$!
+bg+=("$lane_b_pid")
+set +m
 rc_a=0
 phase e2e-and-slow .venv/bin/python -m pytest -m "e2e or slow" --junitxml="$LOGS/junit-e2e-and-slow.xml" || rc_a=$?
+# lane A is done: lane B gets its full share back (lowering a niceness needs root; else it stays niced)
+renice -n 0 -g "$lane_b_pid" >/dev/null 2>&1 || true
 rc_b=0
 wait "$lane_b_pid" || rc_b=$?
-wait "$prefetch" || true
-prefetch=""
+for pid in "${bg[@]}"; do wait "$pid" || true; done
+bg=()
 echo "--- lane B: fast loop, fast loop under TZ=Pacific/Chatham, mutation sample ($LOGS/lane-b.log)"
 cat "$LOGS/lane-b.log"
 echo "--- phases (seconds; lanes A and B overlap, the prefetch runs behind ruff, mypy and lane A)"
