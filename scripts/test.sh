@@ -3,11 +3,12 @@
 # again under another time zone and the sampled mutation run (docs/mutation.md).
 # With arguments, only pytest runs, with them (scripts/test.sh tests/engine -x).
 #
-# Without arguments the tests run in two lanes at once (docs/testing.md): lane A, the tests that
-# start processes and the slow ones (-m "e2e or slow"), in the foreground; lane B, niced, the fast
-# loop, the fast loop again under TZ=Pacific/Chatham, then the mutation sample. The two selections
-# are complementary: together they are the whole suite. Before them the live-capture venvs and the
-# image are built in the background (downloads, mostly), under the locks the tests take too.
+# Without arguments the tests run in two lanes at once (docs/testing.md): lane A, in the foreground,
+# the tests that start processes and the slow ones (-m "e2e or slow"; the fault suite first, alone
+# with lane B); lane B, niced, the fast loop, the fast loop again under TZ=Pacific/Chatham, then
+# the mutation sample. The two selections are complementary: together they are the whole suite.
+# After the fault suite, the live-capture venvs and the image are built in the background
+# (downloads, mostly), under the locks their tests take too; those tests run last.
 # Logs and per-phase times: .cache/ci/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,10 +28,10 @@ phase() {
 phase setup scripts/setup.sh --test
 bg=()  # the background jobs, each in its own process group (set -m), stopped whole if this script stops early
 trap 'for pgid in "${bg[@]}"; do kill -- "-$pgid" 2>/dev/null || true; done' EXIT
-if [ $# -eq 0 ]; then
-  # Background, niced, at once (downloads, mostly): the live-capture venvs (tests/live/make_envs.py)
-  # and the image (scripts/build_image.sh). A test reaching one still being built waits on its lock;
-  # a failed build here is built again, and reported, by its test.
+# Background, niced, at once (downloads, mostly): the live-capture venvs (tests/live/make_envs.py)
+# and the image (scripts/build_image.sh). A test reaching one still being built waits on its lock;
+# a failed build here is built again, and reported, by its test.
+prefetch() {
   set -m
   ( phase prefetch-live-envs nice -n 10 .venv/bin/python -m tests.live.make_envs > "$LOGS/live-envs.log" 2>&1 || true ) &
   bg+=($!)
@@ -39,7 +40,7 @@ if [ $# -eq 0 ]; then
     bg+=($!)
   fi
   set +m
-fi
+}
 phase ruff .venv/bin/ruff check exporter tests scripts
 phase mypy .venv/bin/mypy
 if [ $# -gt 0 ]; then
@@ -63,7 +64,12 @@ lane_b_pid=$!
 bg+=("$lane_b_pid")
 set +m
 rc_a=0
-phase e2e-and-slow .venv/bin/python -m pytest -m "e2e or slow" --junitxml="$LOGS/junit-e2e-and-slow.xml" || rc_a=$?
+# Lane A: first the fault suite, whose sidecars are killed every ~2 s and must catch up between kills,
+# with nothing of ours beside it but lane B; then the builds start, then the rest of lane A.
+phase faults .venv/bin/python -m pytest tests/e2e/faults --junitxml="$LOGS/junit-faults.xml" || rc_a=$?
+prefetch
+phase e2e-and-slow .venv/bin/python -m pytest -m "e2e or slow" --ignore=tests/e2e/faults \
+  --junitxml="$LOGS/junit-e2e-and-slow.xml" || rc_a=$?
 # lane A is done: lane B gets its full share back (lowering a niceness needs root; else it stays niced)
 renice -n 0 -g "$lane_b_pid" >/dev/null 2>&1 || true
 rc_b=0
