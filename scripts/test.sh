@@ -3,12 +3,13 @@
 # again under another time zone and the sampled mutation run (docs/mutation.md).
 # With arguments, only pytest runs, with them (scripts/test.sh tests/engine -x).
 #
-# Without arguments the tests run in two lanes at once (docs/testing.md): lane A, in the foreground,
-# the tests that start processes and the slow ones (-m "e2e or slow"; the fault suite first, alone
-# with lane B); lane B, niced, the fast loop, the fast loop again under TZ=Pacific/Chatham, then
-# the mutation sample. The two selections are complementary: together they are the whole suite.
-# After the fault suite, the live-capture venvs and the image are built in the background
-# (downloads, mostly), under the locks their tests take too; those tests run last.
+# Without arguments, after set-up, ruff and mypy: the fault suite alone (its sidecars must start and
+# catch up between kills ~2 s apart), then two lanes at once (docs/testing.md): lane A, in the
+# foreground, the rest of the tests that start processes and the slow ones (-m "e2e or slow");
+# lane B, niced, the fast loop, the fast loop again under TZ=Pacific/Chatham, then the mutation
+# sample. The selections are complementary: together they are the whole suite. Beside them the
+# live-capture venvs and the image are built in the background (downloads, mostly), under the
+# locks their tests take too; those tests run last.
 # Logs and per-phase times: .cache/ci/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,16 +59,17 @@ lane_b() {
   # a fixed-seed sample of the mutants the last full mutation run killed must still be killed
   phase mutation-sample scripts/mutation.sh sample
 }
+rc_a=0
+# First the fault suite alone: its sidecars are killed every ~2 s and must start and commit between
+# kills (tests/e2e/faults/test_crash_loop.py lost lines with lane B's collection beside it). Then
+# the builds, lane B and the rest of lane A at once.
+phase faults .venv/bin/python -m pytest tests/e2e/faults --junitxml="$LOGS/junit-faults.xml" || rc_a=$?
+prefetch
 set -m
 lane_b > "$LOGS/lane-b.log" 2>&1 &
 lane_b_pid=$!
 bg+=("$lane_b_pid")
 set +m
-rc_a=0
-# Lane A: first the fault suite, whose sidecars are killed every ~2 s and must catch up between kills,
-# with nothing of ours beside it but lane B; then the builds start, then the rest of lane A.
-phase faults .venv/bin/python -m pytest tests/e2e/faults --junitxml="$LOGS/junit-faults.xml" || rc_a=$?
-prefetch
 phase e2e-and-slow .venv/bin/python -m pytest -m "e2e or slow" --ignore=tests/e2e/faults \
   --junitxml="$LOGS/junit-e2e-and-slow.xml" || rc_a=$?
 # lane A is done: lane B gets its full share back (lowering a niceness needs root; else it stays niced)
