@@ -31,6 +31,10 @@ PACKAGES=python3,python3-venv,ca-certificates
 FORCE=0
 [ "${1:-}" = "--no-cache" ] && FORCE=1
 mkdir -p "$CACHE"
+# One build at a time per cache: scripts/test.sh starts one in the background, and the image
+# tests' own call waits here for it, then finds both images built.
+exec 9> "$CACHE/build.lock"
+flock 9
 
 have_image() { buildah inspect --type image "$1" >/dev/null 2>&1; }
 now() { date +%s.%N; }

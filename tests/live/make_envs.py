@@ -5,11 +5,16 @@
 A venv whose ``.pins-stamp`` matches its pins (and the Python version) is kept as it is, so a second
 run in the same CI job or on the same machine is quick. pip's download cache is shared as usual
 (set ``PIP_CACHE_DIR`` to move it). Installs run one after the other: the machine has 2 cores.
+
+Each env is built under an exclusive lock (``.venv-live/<env>.lock``): ``scripts/test.sh`` builds the
+envs in the background while the first tests run, and a live test that reaches an env still being
+built waits for that build instead of starting a second one in the same directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -38,15 +43,22 @@ def is_current(env: Env) -> bool:
 
 
 def ensure(env: Env, log: bool = True) -> float:
-    """Create or reuse the venv of ``env``; the seconds it took."""
+    """Create or reuse the venv of ``env``; the seconds it took (waiting for another build included)."""
     t0 = time.monotonic()
+    VENVS.mkdir(parents=True, exist_ok=True)
+    with (VENVS / f"{env.name}.lock").open("w") as lock:
+        # held until the venv is complete or removed: the stamp is written last, under the lock
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_locked(env, t0, log)
+
+
+def _ensure_locked(env: Env, t0: float, log: bool) -> float:
     if is_current(env):
         if log:
             print(f"env {env.name}: up to date ({time.monotonic() - t0:.1f}s)", flush=True)
         return time.monotonic() - t0
     target = venv_dir(env)
     shutil.rmtree(target, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(target)], check=True)
     cmd = [str(python_of(env)), "-m", "pip", "install", "-q", "--disable-pip-version-check", *env.pip_args, *env.pins]
