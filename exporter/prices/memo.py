@@ -63,9 +63,7 @@ class ZoneClock:
 
     def minute(self, ts: float) -> int:
         """The local minute of the day ``datetime.fromtimestamp(ts, zone)`` shows (hour * 60 + minute)."""
-        frac, whole = math.modf(ts)  # whole_second(ts), written out: a call less per windowed request
-        micro = round(frac * 1e6)
-        second = int(whole) + 1 if micro >= 1_000_000 else int(whole) - 1 if micro < 0 else int(whole)
+        second = whole_second(ts)
         bucket = second // _BUCKET
         offset = self._offsets.get(bucket)
         if offset is None:

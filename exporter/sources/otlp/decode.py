@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -22,8 +21,6 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
 from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
-
-_HEX_ID = re.compile(r"[0-9a-fA-F]+")
 
 
 class UndecodableRequest(ValueError):
@@ -158,13 +155,20 @@ def _json_int(value: Any) -> int:
 
 
 def _json_id(value: Any, size: int) -> str:
-    """Hex per OTLP/JSON; base64 (protobuf canonical JSON) tolerated."""
+    """Hex per OTLP/JSON (the common case, first); base64 (protobuf canonical JSON) tolerated."""
+    if isinstance(value, str) and len(value) == size * 2:
+        # bytes.fromhex takes ASCII hex digits only, and a string of this length with whitespace in it
+        # gives fewer than ``size`` bytes: it accepts exactly the hex ids a [0-9a-fA-F] pattern does
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            raw = b""
+        if len(raw) == size:
+            return raw.hex()
     if value is None or value == "":
         return ""
     if not isinstance(value, str):
         raise BadValue(REJECT_OTLP, "a span id is not a string")
-    if len(value) == size * 2 and _HEX_ID.fullmatch(value):
-        return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
@@ -172,20 +176,6 @@ def _json_id(value: Any, size: int) -> str:
     if len(raw) != size:
         raise BadValue(REJECT_OTLP, "a span id has the wrong length")
     return raw.hex()
-
-
-def _json_hex(value: Any, size: int) -> str:
-    """``_json_id`` with its common case first: ``size`` bytes of hex (``bytes.fromhex`` takes
-    ASCII hex digits only, and a string of ``2 * size`` characters with a space in it gives fewer
-    than ``size`` bytes, so this accepts exactly what the pattern does)."""
-    if type(value) is str and len(value) == size * 2:
-        try:
-            raw = bytes.fromhex(value)
-        except ValueError:
-            return _json_id(value, size)
-        if len(raw) == size:
-            return raw.hex()
-    return _json_id(value, size)
 
 
 def _json_value(value: Any) -> Any:
@@ -304,9 +294,9 @@ def _json_span(
         get = span.get  # each field by its lowerCamelCase name, else the protobuf one (_j inline)
         attrs = _json_attrs(get("attributes"), options)
         trace_id = get("traceId")
-        trace_id = _json_hex(get("trace_id") if trace_id is None else trace_id, 16)
+        trace_id = _json_id(get("trace_id") if trace_id is None else trace_id, 16)
         span_id = get("spanId")
-        span_id = _json_hex(get("span_id") if span_id is None else span_id, 8)
+        span_id = _json_id(get("span_id") if span_id is None else span_id, 8)
         start = get("startTimeUnixNano")
         start = get("start_time_unix_nano") if start is None else start
         start_ns = start if type(start) is int else _json_int(start)
@@ -314,7 +304,7 @@ def _json_span(
         end = get("end_time_unix_nano") if end is None else end
         end_ns = end if type(end) is int else _json_int(end)
         parent = get("parentSpanId")
-        parent_id = _json_hex(get("parent_span_id") if parent is None else parent, 8)
+        parent_id = _json_id(get("parent_span_id") if parent is None else parent, 8)
         return SpanView(attrs, resource, scope_name, trace_id, span_id, start_ns, end_ns, parent_id)
     except BadValue as bad:
         return Rejected(bad.reason, bad.detail)
