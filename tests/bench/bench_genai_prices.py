@@ -11,17 +11,24 @@ price_context=)``, its ``total_price``. Best CPU time of 3 alternating rounds.
 
 Ours, two ways:
 
-- **as the exporter prices traffic** (the stream rows): per request ``PriceTable.lookup(model, ts,
-  provider, service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes for every record
-  of a tiered model, and its token counts added into the cell of the ``PricedModel`` it returned
-  (the additions of ``Pipeline.count_record``, in the layout of ``engine.cells``); then
-  ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The pipeline does less
-  per record (a model without tiers is not even looked up: its route holds the cell) and more
-  (months, dedupe, label caps, routes): a note gives the whole ``Pipeline.count_record`` over the
-  same requests as well. The total is compared with the sum of calc_price's (1e-9 relative). Two
-  streams: the benchmark's requests (5,000 over 208 models and 21 months: nearly a cell per
-  request, the worst case for this way) and a month of a gateway's traffic (the same generator,
-  one calendar month, twelve models, six of them with prompt tiers or time windows).
+- **as the exporter prices traffic** (the stream rows): per request what ``Pipeline.count_record``
+  does to reach the cell of its rates, no more and no less: the price version from the record's
+  15-minute slot (``_slots``; ``_slot``'s bisects when a slot opens; the slot's month is left out,
+  it is counting's), the route by the key's pricing part (version, model, provider, service tier),
+  which holds an untiered model's cell (looked up once, when the route opens) and none for a
+  tiered model's, whose records are each looked up (``PriceTable.lookup(model, ts, provider,
+  service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes) and go to the cell of
+  their (route, rates) (``_tiered_routes``); then the token sums added (``count_record``'s
+  additions) and ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The
+  requests carry no savings, so no cliff is looked up. The total is compared with the sum of
+  calc_price's (1e-9 relative). Two streams: the benchmark's requests (5,000 over 208 models and 21
+  months: nearly a cell per request, the worst case for this way) and a month of a gateway's
+  traffic (the same generator, one calendar month, twelve models, six of them with prompt tiers or
+  time windows). For the month, the same loop with every slot already open (as a real month's
+  many requests per quarter hour find them), and its floor: the slots, routes and additions
+  without a lookup (a tiered route's records in its route's cell) and without the dollars, what
+  the pipeline does per record whatever prices it. A note gives the whole ``Pipeline.count_record``
+  over the same requests as well.
 - **per request** (``PriceTable.lookup`` then ``cell_dollars(...).spend`` over a one-record cell):
   what pricing each request on its own would cost. ``cell_dollars`` works out spend, savings,
   would-have-saved and the cache effects where calc_price works out one total. Dollars compared
