@@ -92,8 +92,8 @@ def window_table(windows: tuple[Window, ...], zone: str) -> bytes:
 class Plan:
     """One (version, name, provider, service tier) of a model whose prompt size or time of day changes its rates."""
 
-    __slots__ = ("aboves", "base", "clock", "clocks", "minutes", "service_tier", "slots", "table", "width",
-                 "windows")
+    __slots__ = ("aboves", "base", "clock", "clocks", "minutes", "prompt_only", "service_tier", "slots", "table",
+                 "width", "windows")
 
     def __init__(self, table: PriceTable, base: PricedModel, service_tier: str | None, tiers: ModelTiers) -> None:
         self.table, self.base, self.service_tier = table, base, service_tier
@@ -106,6 +106,8 @@ class Plan:
         self.clock = self.clocks[0] if len(zones) == 1 else None
         self.minutes = self.windows[0] if len(zones) == 1 else b""
         self.width = len(tiers.windows) + 1
+        # no time windows: the slot is the prompt tier's alone (width 1), which PriceTable.lookup reads inline
+        self.prompt_only = not tiers.windows
         empty: list[PricedModel | None] = [None]
         self.slots = empty * (len(self.aboves) + 1) * self.width
 

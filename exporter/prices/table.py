@@ -16,7 +16,7 @@ import math
 import os
 import re
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -89,6 +89,12 @@ class PriceTable:
     def __init__(self, versions: list[PriceVersion], sha256: str, path: str) -> None:
         self.versions = sorted(versions, key=lambda v: v.effective_from)
         self._starts = [v.effective_from for v in self.versions]
+        # (start, end, index) of each version's window, index -1 before the first: lookup tests the last one
+        # used before it bisects (consecutive requests mostly fall in one version), read and set as one tuple
+        # so a lookup on another thread never pairs one window's bounds with another's index
+        bounds = [-math.inf, *self._starts, math.inf]
+        self._windows = [(bounds[i], bounds[i + 1], i - 1) for i in range(len(bounds) - 1)]
+        self._window = self._windows[-1]
         self.sha256, self.path = sha256, path
         self._cache: dict[tuple[int, str, str | None], PricedModel | str] = {}
         self._memo: dict[Key, PricedModel | str | Plan] = {}  # lookup's results (prices.memo)
@@ -101,14 +107,24 @@ class PriceTable:
     def lookup(self, model: str, ts: float, provider: str | None = None, *, service_tier: str | None = None,
                prompt_tokens: int = 0) -> PricedModel | str:
         """The rates for ``model`` at ``ts`` (service tier, prompt size, time of day), or why unpriced (prices.memo)."""
-        key = (bisect_right(self._starts, ts) - 1, model, provider, service_tier)
+        start, end, index = self._window
+        if not start <= ts < end:  # another version's window (or NaN): the bisect, and its window kept
+            index = bisect_right(self._starts, ts) - 1
+            self._window = self._windows[index + 1]
+        key = (index, model, provider, service_tier)
         hit = self._memo.get(key)
         if hit is None:
             from exporter.prices.memo import plan
             hit = plan(self, key, self._memo)
         if type(hit) is PricedModel or type(hit) is str:  # rates no prompt size or time of day changes; unpriced
             return hit
-        return hit.at(ts, prompt_tokens)  # type: ignore[union-attr]  # a Plan (not cast(): a call per request)
+        # a Plan (not cast(): a call per request). Prompt tiers only, no time windows: its slot is the prompt
+        # tier's (Plan.at's arithmetic without the call), once memoised
+        if hit.prompt_only:  # type: ignore[union-attr]
+            found = hit.slots[bisect_left(hit.aboves, prompt_tokens)]  # type: ignore[union-attr]
+            if found is not None:
+                return found
+        return hit.at(ts, prompt_tokens)  # type: ignore[union-attr]
 
     def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
         version = self.version_at(ts)

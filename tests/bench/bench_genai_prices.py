@@ -11,17 +11,24 @@ price_context=)``, its ``total_price``. Best CPU time of 3 alternating rounds.
 
 Ours, two ways:
 
-- **as the exporter prices traffic** (the stream rows): per request ``PriceTable.lookup(model, ts,
-  provider, service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes for every record
-  of a tiered model, and its token counts added into the cell of the ``PricedModel`` it returned
-  (the additions of ``Pipeline.count_record``, in the layout of ``engine.cells``); then
-  ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The pipeline does less
-  per record (a model without tiers is not even looked up: its route holds the cell) and more
-  (months, dedupe, label caps, routes): a note gives the whole ``Pipeline.count_record`` over the
-  same requests as well. The total is compared with the sum of calc_price's (1e-9 relative). Two
-  streams: the benchmark's requests (5,000 over 208 models and 21 months: nearly a cell per
-  request, the worst case for this way) and a month of a gateway's traffic (the same generator,
-  one calendar month, twelve models, six of them with prompt tiers or time windows).
+- **as the exporter prices traffic** (the stream rows): per request what ``Pipeline.count_record``
+  does to reach the cell of its rates, no more and no less: the price version from the record's
+  15-minute slot (``_slots``; ``_slot``'s bisects when a slot opens; the slot's month is left out,
+  it is counting's), the route by the key's pricing part (version, model, provider, service tier),
+  which holds an untiered model's cell (looked up once, when the route opens) and none for a
+  tiered model's, whose records are each looked up (``PriceTable.lookup(model, ts, provider,
+  service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes) and go to the cell of
+  their (route, rates) (``_tiered_routes``); then the token sums added (``count_record``'s
+  additions) and ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The
+  requests carry no savings, so no cliff is looked up. The total is compared with the sum of
+  calc_price's (1e-9 relative). Two streams: the benchmark's requests (5,000 over 208 models and 21
+  months: nearly a cell per request, the worst case for this way) and a month of a gateway's
+  traffic (the same generator, one calendar month, twelve models, six of them with prompt tiers or
+  time windows). For the month, the same loop with every slot already open (as a real month's
+  many requests per quarter hour find them), and its floor: the slots, routes and additions
+  without a lookup (a tiered route's records in its route's cell) and without the dollars, what
+  the pipeline does per record whatever prices it. A note gives the whole ``Pipeline.count_record``
+  over the same requests as well.
 - **per request** (``PriceTable.lookup`` then ``cell_dollars(...).spend`` over a one-record cell):
   what pricing each request on its own would cost. ``cell_dollars`` works out spend, savings,
   would-have-saved and the cache effects where calc_price works out one total. Dollars compared
@@ -41,6 +48,7 @@ import math
 import random
 import sys
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -115,16 +123,56 @@ def measure(n: int = 5000) -> dict[str, Any]:
     month = requests(rng, month_models, n, MONTH.timestamp(), 86400 * MONTH_DAYS)
     lookup = table.lookup
 
-    def stream(given: list[Request]) -> Callable[[], tuple[float, int]]:
+    starts = [version.effective_from for version in table.versions]  # Pipeline._version_starts
+
+    def slots_of(given: list[Request]) -> dict[float, int]:
+        """Every slot of ``given`` already open, as the pipeline's are where requests come oftener than 15 minutes."""
+        opened: dict[float, int] = {}
+        for *_request, ts, _tier in given:
+            version, kept = slot_version(ts)
+            if kept:
+                opened[ts // SLOT_SECONDS] = version
+        return opened
+
+    def slot_version(ts: float) -> tuple[int, bool]:  # the version part of Pipeline._slot: index, whether kept
+        start = ts // SLOT_SECONDS * SLOT_SECONDS
+        return bisect_right(starts, ts), bisect_right(starts, start) == bisect_left(starts, start + SLOT_SECONDS)
+
+    def stream(given: list[Request], slots_open: bool = False) -> Callable[[], tuple[float, int]]:
+        opened = slots_of(given) if slots_open else {}
+
         def priced_as_the_exporter_does() -> tuple[float, int]:
+            # the pricing part of Pipeline.count_record's state: the price version of each 15-minute slot
+            # (_slots; their month is left out, counting's and not pricing's), the routes by the key's pricing
+            # part (version, model, provider, service tier) holding the cell of an untiered model's rates and, for
+            # a tiered model, an empty list (_routes, whose tiered routes hold no cell), the cells of a tiered
+            # model's records by route and rates (_tiered_routes), and the cells by rates (the aggregates')
+            slots = dict(opened)
+            routes: dict[tuple[int, str, str, str | None], list[int]] = {}
+            tiered_cells: dict[tuple[tuple[int, str, str, str | None], PricedModel], list[int]] = {}
             cells: dict[PricedModel, list[int]] = {}
             for provider, model, fresh, read, write, output, ts, tier in given:
-                # the call Pipeline._tiered makes (a record's model and provider, its service tier and prompt)
-                priced = lookup(model, ts, provider, service_tier=tier, prompt_tokens=fresh + read + write)
-                assert isinstance(priced, PricedModel)
-                cell = cells.get(priced)  # the cell of these rates (the pipeline's _tiered_routes hold it by them)
-                if cell is None:
-                    cell = cells[priced] = [0] * CELL_WIDTH
+                version = slots.get(ts // SLOT_SECONDS)
+                if version is None:  # a slot opens (Pipeline._slot): its version, kept unless one starts inside
+                    version = bisect_right(starts, ts)
+                    start = ts // SLOT_SECONDS * SLOT_SECONDS
+                    if bisect_right(starts, start) == bisect_left(starts, start + SLOT_SECONDS):
+                        slots[ts // SLOT_SECONDS] = version
+                key = (version, model, provider, tier)
+                cell = routes.get(key)
+                if cell is None:  # a route opens (Pipeline._route): the route's own lookup, its cell or TIERED
+                    priced = lookup(model, ts, provider, service_tier=tier)
+                    assert isinstance(priced, PricedModel)
+                    tiers = table.tiers_of(priced, ts)
+                    cell = routes[key] = ([] if tiers is not None and tiers.tiered
+                                          else cells.setdefault(priced, [0] * CELL_WIDTH))
+                if not cell:  # TIERED: each record by its own rates (Pipeline._tiered; no savings to cliff here)
+                    priced = lookup(model, ts, provider, service_tier=tier, prompt_tokens=fresh + read + write)
+                    assert isinstance(priced, PricedModel)
+                    tiered_key = (key, priced)
+                    cell = tiered_cells.get(tiered_key)
+                    if cell is None:
+                        cell = tiered_cells[tiered_key] = cells.setdefault(priced, [0] * CELL_WIDTH)
                 cell[REQUESTS] += 1  # the additions of Pipeline.count_record
                 cell[FRESH] += fresh
                 cell[CACHE_READ] += read
@@ -134,6 +182,34 @@ def measure(n: int = 5000) -> dict[str, Any]:
             # the dollars once per cell, as a scrape or the end of a replay works them out
             return math.fsum(cell_dollars(cell, rates, "provider").spend for rates, cell in cells.items()), len(cells)
         return priced_as_the_exporter_does
+
+    def stream_floor(given: list[Request], slots_open: bool = False) -> Callable[[], tuple[float, int]]:
+        opened = slots_of(given) if slots_open else {}
+
+        def routed_without_prices() -> tuple[float, int]:
+            # the loop above without what prices each tiered record and without the dollars: slots, routes
+            # (a tiered route keeps the cell of its route's rates) and the additions, what bounds that row
+            slots = dict(opened)
+            routes: dict[tuple[int, str, str, str | None], list[int]] = {}
+            for provider, model, fresh, read, write, output, ts, tier in given:
+                version = slots.get(ts // SLOT_SECONDS)
+                if version is None:
+                    version = bisect_right(starts, ts)
+                    start = ts // SLOT_SECONDS * SLOT_SECONDS
+                    if bisect_right(starts, start) == bisect_left(starts, start + SLOT_SECONDS):
+                        slots[ts // SLOT_SECONDS] = version
+                key = (version, model, provider, tier)
+                cell = routes.get(key)
+                if cell is None:
+                    cell = routes[key] = [0] * CELL_WIDTH
+                cell[REQUESTS] += 1
+                cell[FRESH] += fresh
+                cell[CACHE_READ] += read
+                cell[WRITE_5M] += write
+                cell[WRITE_1H] += 0
+                cell[OUTPUT] += output
+            return 0.0, len(routes)
+        return routed_without_prices
 
     def pipeline(given: list[Request]) -> Callable[[], tuple[float, int]]:
         def counted_by_the_pipeline() -> tuple[float, int]:  # the whole count_record, then dollars per cell
@@ -210,7 +286,9 @@ def measure(n: int = 5000) -> dict[str, Any]:
     order: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("stream", stream(records)), ("genai_prices", theirs(records)), ("ours", ours), ("floor", floor),
         ("calls", calls), ("pipeline", pipeline(records)), ("month_stream", stream(month)),
-        ("month_genai_prices", theirs(month)), ("month_pipeline", pipeline(month)))
+        ("month_genai_prices", theirs(month)), ("month_pipeline", pipeline(month)),
+        ("month_stream_open", stream(month, slots_open=True)), ("month_stream_floor", stream_floor(month)),
+        ("month_stream_open_floor", stream_floor(month, slots_open=True)))
     times: dict[str, list[float]] = {name: [] for name, _fn in order}
     results: dict[str, Any] = {}
     for rep in range(3):
@@ -242,6 +320,11 @@ def measure(n: int = 5000) -> dict[str, Any]:
             f"{prefix}total_usd": total,
             f"{prefix}stream_total_agrees": _close(results[f"{prefix}stream"][0], total),
             f"{prefix}pipeline_total_agrees": _close(results[f"{prefix}pipeline"][0], total)})
+    result.update({"month_stream_open_calls_per_s": per_s["month_stream_open"],
+                   "month_stream_floor_calls_per_s": per_s["month_stream_floor"],
+                   "month_stream_open_floor_calls_per_s": per_s["month_stream_open_floor"],
+                   "month_stream_open_total_agrees": _close(results["month_stream_open"][0], result["month_total_usd"]),
+                   "month_tiered_records": sum((provider, model) in tiered for provider, model, *_rest in month)})
     return result
 
 
@@ -256,18 +339,39 @@ def _stream_row(result: dict[str, Any], prefix: str, what: str, cells_note: str)
     ratio = ours / theirs
     agree = "equal" if result[f"{prefix}stream_total_agrees"] else "NOT equal"
     pipeline_agree = "equal" if result[f"{prefix}pipeline_total_agrees"] else "NOT equal"
-    return Row(f"the exporter's pricing cost, {what}: lookup and cell sums per request, dollars once per cell, "
+    notes = [f"{result['records']:,} requests in {result[f'{prefix}stream_cells']:,} cells {cells_note}; "
+             f"total ${result[f'{prefix}total_usd']:,.2f}, {agree} to calc_price's sum (1e-9 relative); "
+             f"ours {1e6 / ours:.2f} us per request, calc_price {1e6 / theirs:.1f} us; "
+             f"{result[f'{prefix}slots']:,} of the requests open a 15-minute slot (its price version worked out)"]
+    if prefix and "month_stream_open_calls_per_s" in result:  # saved before the month's split existed: none
+        opened = result["month_stream_open_calls_per_s"]
+        floor = result["month_stream_floor_calls_per_s"]
+        marginal = 1 / ours - 1 / floor  # seconds per request the lookups, tiered cells and dollars add
+        open_agree = "equal" if result["month_stream_open_total_agrees"] else "NOT equal"
+        notes.append(f"the same with every slot already open (requests oftener than one per quarter hour, as a "
+                     f"real month's are): {opened:,.0f}/s = {opened / theirs:,.0f}x, total {open_agree}; what "
+                     f"pricing adds to the routing (this row's time less its floor's, next row, for the "
+                     f"{result['month_tiered_records']:,} tiered records' lookups and cells and the dollars): "
+                     f"{marginal * 1e6:.2f} us per request = {1 / marginal / theirs:,.0f}x")
+    notes.append(f"the whole Pipeline.count_record over the same requests (months, dedupe, label caps, the "
+                 f"record's other fields; each slot's month too), then cell_dollars per cell: {pipeline:,.0f}/s = "
+                 f"{pipeline / theirs:,.0f}x, in {result[f'{prefix}pipeline_cells']:,} cells, total {pipeline_agree}")
+    return Row(f"the exporter's pricing cost, {what}: per request its slot's price version, its route (an untiered "
+               "model's holds its cell), a tiered model's lookup and cell, the cell sums; dollars once per cell; "
                "vs genai_prices.calc_price per request",
                f"{ours:,.0f}/s", f"{theirs:,.0f}/s", f"{ratio:,.0f}x", f">= {TARGET:.0f}x",
-               verdict(ratio >= TARGET, f"{ratio / TARGET:.0%} of target"),
-               [f"{result['records']:,} requests in {result[f'{prefix}stream_cells']:,} cells {cells_note}; "
-                f"total ${result[f'{prefix}total_usd']:,.2f}, {agree} to calc_price's sum (1e-9 relative); "
-                f"ours {1e6 / ours:.2f} us per request, calc_price {1e6 / theirs:.1f} us",
-                f"the whole Pipeline.count_record over the same requests (months, dedupe, label caps, routes; a "
-                f"model without tiers is not looked up per record; {result[f'{prefix}slots']:,} of the requests "
-                f"open a 15-minute slot, each working out its month and price version), then cell_dollars per "
-                f"cell: {pipeline:,.0f}/s = {pipeline / theirs:,.0f}x, in {result[f'{prefix}pipeline_cells']:,} "
-                f"cells, total {pipeline_agree}"])
+               verdict(ratio >= TARGET, f"{ratio / TARGET:.0%} of target"), notes)
+
+
+def _stream_floor_row(result: dict[str, Any]) -> Row:
+    floor, theirs = result["month_stream_floor_calls_per_s"], result["month_stream_genai_calls_per_s"]
+    opened = result["month_stream_open_floor_calls_per_s"]
+    return Row("loop floor of the month's pricing cost: the same slots, routes and cell sums, no lookup (a tiered "
+               "model's records in its route's cell), no dollars", f"{floor:,.0f}/s", f"{theirs:,.0f}/s",
+               f"{floor / theirs:,.0f}x", "-", "n/a",
+               ["the ratio no pricing code can pass on that row in this run: what the pipeline does per record to "
+                f"reach a cell whatever prices it ({1e6 / floor:.2f} us per request)",
+                f"with every slot already open: {opened:,.0f}/s = {opened / theirs:,.0f}x"])
 
 
 def rows(result: dict[str, Any]) -> list[Row]:
@@ -278,10 +382,12 @@ def rows(result: dict[str, Any]) -> list[Row]:
     if "stream_calls_per_s" in result:  # a result saved before the stream rows existed has none
         out = [_stream_row(result, "month_",
                            f"a month of gateway traffic ({result['month_models']} models, half tiered)",
-                           f"(one calendar month, {result['month']})"),
-               _stream_row(result, "", f"the benchmark's requests ({result['models']} models, 21 months)",
-                           f"(by rates; {result['stream_month_cells']:,} split by month as the pipeline's are): "
-                           "nearly one per request, the worst case for this way")]
+                           f"(one calendar month, {result['month']})")]
+        if "month_stream_floor_calls_per_s" in result:
+            out.append(_stream_floor_row(result))
+        out.append(_stream_row(result, "", f"the benchmark's requests ({result['models']} models, 21 months)",
+                               f"(by rates; {result['stream_month_cells']:,} split by month as the pipeline's "
+                               "are): nearly one per request, the worst case for this way"))
     ratio = result["ours_calls_per_s"] / result["genai_calls_per_s"]
     notes = [f"genai-prices {result['genai_prices_version']}; {result['records']:,} requests over "
              f"{result['models']} models; dollars differ (> 1e-9 relative) on {result['differing_records']}",

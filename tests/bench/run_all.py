@@ -297,23 +297,30 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
   figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
-  its own: it adds a record's token counts into the cell of its rates (a model without tiers is not
-  even looked up, its route holds the cell; a tiered one is looked up by its prompt size and time) and
-  works dollars out once per cell, at a scrape or at the end of a replay. The "exporter's pricing
-  cost" rows measure that. Over a month of traffic (52 cells for 5,000 requests) it is about 1 us per
-  request: `PriceTable.lookup` about 0.4 us, finding the cell by its `PricedModel` (whose hash is
-  worked out once, when the rates are made: the dataclass's generated `__hash__` hashed its 14 fields
-  at every dict access, 0.25 us of 1.1 us per request), the additions and the loop the rest;
-  `cell_dollars` runs 52 times. The row looks every request up, the untiered models' too, which the
-  pipeline does not: it overstates the exporter's cost a little. Over the benchmark's own requests
-  (2,556 cells for 5,000) it runs for every other request, so that row costs what pricing each request
-  does. That per-request row is bounded by the loop: with two empty functions in place of `lookup` and
-  `cell_dollars` it reaches 130-180x, which leaves about 0.3 us for both at 100x; `cell_dollars` alone
-  costs 0.6-0.8 us (its spend alone, written out, 0.45 us), as it works out spend, savings,
-  would-have-saved and the cache effects where `calc_price` works out one total. The whole
-  `Pipeline.count_record` over the month's requests costs several times the stream row: half of these
-  sparse requests open a 15-minute slot (month and price version worked out, with a `strftime`), which
-  a real month with many requests per quarter hour does not.
+  its own: it adds a record's token counts into the cell of its rates and works dollars out once per
+  cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
+  `Pipeline.count_record` does to reach that cell: the price version from the record's 15-minute slot
+  (bisected when a slot opens), the route by version, model, provider and service tier, which holds
+  an untiered model's cell (no lookup per record), and for a tiered model `PriceTable.lookup` by
+  prompt size and time and the cell of (route, rates); then the additions. (The row used to look
+  every request up, the untiered models' too, and leave the slot and route out.) What bounds
+  that row is its floor, printed next to it: the same slots, routes and additions with no lookup
+  and no dollars, what the pipeline does per record whatever prices it. On a shared machine the
+  floor was 99-107x calc_price over the month's 5,000 sparse requests, of which half open a slot,
+  and 155-170x with the slots already open, as a real month's many requests per quarter hour find
+  them; pricing on top of it (the tiered records' lookups and cells, `cell_dollars` for 52 cells)
+  added about 0.4 us per request (150-180x on its own), so the row itself read 61-66x (87-92x with
+  slots open): 100x is out of its reach by its floor. `PriceTable.lookup` tests the window of the
+  last version it used before bisecting and reads a plan of prompt tiers only (no time windows)
+  inline: 0.32 us per tiered lookup where it took 0.41 (same run, loop included). Over the
+  benchmark's own requests (2,556 cells for 5,000, nearly every request opening its own slot) that
+  row costs what pricing each request does. That per-request row is bounded by the loop: with two
+  empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
+  0.3 us for both at 100x; `cell_dollars` alone costs 0.6-0.8 us (its spend alone, written out,
+  0.45 us), as it works out spend, savings, would-have-saved and the cache effects where `calc_price`
+  works out one total. The whole `Pipeline.count_record` over the month's requests costs several
+  times the stream row: each slot opening also works out its month (a `strftime`), and the record's
+  other fields are counted.
 """
 
 
@@ -355,16 +362,18 @@ LiteLLM for the pricing row is not a dependency of the project; install it apart
   `litellm.cost_per_token`, over every bundled model name LiteLLM also knows; dollars compared within 1e-9.
 - `tests/bench/bench_genai_prices.py`: dollars with prompt tiers, service tiers, dated versions and time windows
   on a table imported from genai-prices vs `genai_prices.calc_price` per request on the same release's data, the
-  same requests in the same run. The two "pricing a stream as the exporter does" rows are the exporter's cost: per
-  request `PriceTable.lookup` (the call the pipeline makes for each record of a tiered model) and the request's
-  tokens added into the cell of the rates it returned, then `cell_dollars` once per cell, as a scrape or the end of
-  a replay works dollars out; totals compared within 1e-9. One stream is a month of a gateway's traffic (twelve
-  models, half of them tiered), the other the benchmark's own requests (208 models over 21 months, nearly a cell
-  per request: the worst case). Their notes give the whole `Pipeline.count_record` too (months, dedupe, label
-  caps, routes). The "one request's dollars" row prices each request on its own (`lookup` then `cell_dollars`
-  of a one-record cell, which works out spend, savings and cache effects where `calc_price` works out one total;
-  dollars compared per request within 1e-9), and the row after it is that loop's floor: the same loop without
-  the lookup and the dollars (and with two empty functions in their place).
+  same requests in the same run. The two "exporter's pricing cost" rows do per record what
+  `Pipeline.count_record` does to reach the cell of its rates: the slot's price version, the route (an untiered
+  model's holds its cell), for a tiered model `PriceTable.lookup` (the call `Pipeline._tiered` makes) and the cell
+  of (route, rates), the token sums added; then `cell_dollars` once per cell, as a scrape or the end of a replay
+  works dollars out; totals compared within 1e-9. One stream is a month of a gateway's traffic (twelve models,
+  half of them tiered; its notes also give the same loop with every slot already open, and the row after it is its
+  floor: slots, routes and additions, no lookup, no dollars), the other the benchmark's own requests (208 models
+  over 21 months, nearly a cell per request: the worst case). Their notes give the whole `Pipeline.count_record`
+  too (months, dedupe, label caps, the record's other fields). The "one request's dollars" row prices each request
+  on its own (`lookup` then `cell_dollars` of a one-record cell, which works out spend, savings and cache effects
+  where `calc_price` works out one total; dollars compared per request within 1e-9), and the row after it is that
+  loop's floor: the same loop without the lookup and the dollars (and with two empty functions in their place).
 - `tests/bench/bench_tokens.py`: fresh text vs raw `tiktoken.encode_ordinary`; 50-turn transcript cache.
 - `tests/bench/bench_exposition.py`: `Exposition.render` over aggregates filled through the real `Pipeline` vs a
   private `CollectorRegistry` of labelled counters holding the same series, cold (a new `Exposition`) and with

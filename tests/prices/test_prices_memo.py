@@ -8,6 +8,8 @@ table of its own.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -231,3 +233,53 @@ def test_zone_clock_across_a_change_off_the_quarter_hour():
         ts = change + step * 7.5
         local = datetime.fromtimestamp(ts, zone)
         assert clock.minute(ts) == local.hour * 60 + local.minute, ts
+
+
+_BOUNDS = [datetime(2025, 1, 1, tzinfo=UTC).timestamp(), datetime(2025, 7, 1, tzinfo=UTC).timestamp()]
+version_edges = st.builds(lambda edge, step: math.nextafter(edge, math.inf) if step == 1 else (
+    math.nextafter(edge, -math.inf) if step == -1 else edge + step), st.sampled_from(_BOUNDS),
+    st.sampled_from([-1, 0, 1, -86400.0, 3600.0]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.one_of(times, version_edges), st.sampled_from(SERVICE_TIERS),
+                          prompts), min_size=1, max_size=30))
+def test_the_last_version_window_prices_a_sequence_as_the_bisect_does(requests):
+    """``lookup`` tests the window of its last version before bisecting: in any order (runs in one version,
+    jumps back and forth, the first instant of a version and the float just before it) each
+    request gets the version the bisect gives and the rates the uncached lookup gives."""
+    table = parse_price_table(TABLE, "memo.yaml")
+    for model, ts, service_tier, prompt_tokens in requests:
+        found = table.lookup(model, ts, service_tier=service_tier, prompt_tokens=prompt_tokens)
+        assert found == _reference(REFERENCE, model, ts, None, service_tier, prompt_tokens)
+        start, end, index = table._window
+        assert index == bisect_right(table._starts, ts) - 1
+        assert start <= ts < end
+
+
+def test_a_time_in_no_window_is_looked_up_as_the_bisect_places_it():
+    """NaN and +inf are in no version's window: the bisect places them (the last version), every time, and the
+    next time still finds its own version (a model without time windows: those need a finite time)."""
+    table = parse_price_table(TABLE, "memo.yaml")
+    for odd in (math.nan, math.inf, math.nan):
+        assert table.lookup("plain", odd) is table.versions[-1].models["plain"]
+        assert table.lookup("plain", _BOUNDS[0] + 60) is table.versions[0].models["plain"]
+    assert table.lookup("plain", -math.inf) == "before_first_version"
+
+
+def test_a_plan_of_prompt_tiers_only_is_read_inline_as_plan_at_reads_it():
+    """``gem`` has prompt tiers and no windows (read inline by ``lookup``), ``nyc`` windows too (``Plan.at``);
+    at every threshold and either side of it, both give the uncached lookup's rates, memoised or not."""
+    from exporter.prices.memo import Plan, plan
+
+    table = parse_price_table(TABLE, "memo.yaml")
+    gem, nyc = plan(table, (0, "gem", None, "priority"), table._memo), plan(table, (0, "nyc", None, None), table._memo)
+    assert isinstance(gem, Plan) and isinstance(nyc, Plan)
+    assert gem.prompt_only and gem.width == 1 and not nyc.prompt_only
+    ts = _BOUNDS[0] + 86400 * 3 + 0.25
+    for _ in range(2):  # cold slots (through Plan.at), then warm (read inline)
+        for model, service_tier in (("gem", None), ("gem", "priority"), ("gem", "batch"), ("nyc", None)):
+            for prompt_tokens in BOUNDARIES:
+                found = table.lookup(model, ts, service_tier=service_tier, prompt_tokens=prompt_tokens)
+                assert found == _reference(REFERENCE, model, ts, None, service_tier, prompt_tokens)
+    assert [slot is not None for slot in gem.slots] == [True, True]
