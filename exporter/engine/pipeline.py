@@ -331,6 +331,8 @@ class Pipeline:
     def _clear_routes(self, aggregates: Aggregates | None = None) -> None:
         self._routes: dict[RouteKey, Route] = {}
         self._tiered_routes: dict[tuple[RouteKey, PricedModel], Route] = {}
+        # a model priced by prompt size alone: per route key its thresholds and the route of each prompt tier
+        self._prompt_tier_routes: dict[RouteKey, tuple[list[int], list[Route | None]]] = {}
         # a route holds its cell: routes are only good while the aggregates keep this cells dict
         self._routes_cells = aggregates.cells if aggregates is not None else None
 
@@ -343,6 +345,11 @@ class Pipeline:
         """
         prompt = 0 if usage is None else (usage.fresh_input + usage.cache_read + usage.cache_write_5m
                                           + usage.cache_write_1h)
+        by_prompt = self._prompt_tier_routes.get(key) if not (saved or would_save) else None
+        if by_prompt is not None:  # prompt tiers alone: the tier's route, without the lookup and the rates' hash
+            known = by_prompt[1][bisect_left(by_prompt[0], prompt)]
+            if known is not None:
+                return known
         lookup = self._prices.lookup
         priced = lookup(key[2], ts, key[3], service_tier=key[7], prompt_tokens=prompt)
         assert isinstance(priced, PricedModel)  # the route's lookup priced this model
@@ -371,7 +378,26 @@ class Pipeline:
             if len(self._tiered_routes) >= MAX_ROUTES:
                 self._tiered_routes.clear()
             self._tiered_routes[tiered_key] = route
+        if not (saved or would_save):
+            self._remember_prompt_tier(key, ts, prompt, route)
         return route
+
+    def _remember_prompt_tier(self, key: RouteKey, ts: float, prompt: int, route: Route) -> None:
+        """Keep ``route`` as its prompt tier's when only the prompt size decides the model's rates.
+
+        The lookup's rates for one route key then depend on the prompt tier alone (``Plan.prompt_only``), so the
+        next record of that key and tier takes the same route straight away: the route ``_tiered_routes`` holds
+        for them, found without a lookup and without hashing the rates.
+        """
+        by_prompt = self._prompt_tier_routes.get(key)
+        if by_prompt is None:
+            aboves = self._prices.prompt_tier_thresholds(key[2], ts, key[3], key[7])
+            if aboves is None:
+                return
+            if len(self._prompt_tier_routes) >= MAX_ROUTES:
+                self._prompt_tier_routes.clear()
+            by_prompt = self._prompt_tier_routes[key] = (aboves, [None] * (len(aboves) + 1))
+        by_prompt[1][bisect_left(by_prompt[0], prompt)] = route
 
     def _route(self, key: RouteKey, ts: float, rates: PricedModel | None = None) -> Route:
         """Price, rate id and labels of one route key (docs/prices.md), remembered when that is exact.

@@ -126,6 +126,20 @@ class PriceTable:
                 return found
         return hit.at(ts, prompt_tokens)  # type: ignore[union-attr]
 
+    def prompt_tier_thresholds(self, model: str, ts: float, provider: str | None,
+                               service_tier: str | None) -> list[int] | None:
+        """The prompt-size thresholds when only the prompt size changes these rates at ``ts`` (else None).
+
+        Between two thresholds every ``lookup`` of these arguments in this version returns the same rates.
+        """
+        from exporter.prices.memo import Plan, plan
+
+        key = (bisect_right(self._starts, ts) - 1, model, provider, service_tier)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = plan(self, key, self._memo)
+        return hit.aboves if type(hit) is Plan and hit.prompt_only else None
+
     def tiers_of(self, priced: PricedModel, ts: float) -> ModelTiers | None:  # None: priced as in v1
         version = self.version_at(ts)
         return version.tiers.get(priced.model) if version is not None else None

@@ -15,20 +15,21 @@ Ours, two ways:
   does to reach the cell of its rates, no more and no less: the price version from the record's
   15-minute slot (``_slots``; ``_slot``'s bisects when a slot opens; the slot's month is left out,
   it is counting's), the route by the key's pricing part (version, model, provider, service tier),
-  which holds an untiered model's cell (looked up once, when the route opens) and none for a
-  tiered model's, whose records are each looked up (``PriceTable.lookup(model, ts, provider,
-  service_tier=, prompt_tokens=)``, the call ``Pipeline._tiered`` makes) and go to the cell of
-  their (route, rates) (``_tiered_routes``); then the token sums added (``count_record``'s
-  additions) and ``cell_dollars`` once per cell, as a scrape or the end of a replay does. The
-  requests carry no savings, so no cliff is looked up. The total is compared with the sum of
-  calc_price's (1e-9 relative). Two streams: the benchmark's requests (5,000 over 208 models and 21
-  months: nearly a cell per request, the worst case for this way) and a month of a gateway's
-  traffic (the same generator, one calendar month, twelve models, six of them with prompt tiers or
-  time windows). For the month, the same loop with every slot already open (as a real month's
-  many requests per quarter hour find them), and its floor: the slots, routes and additions
-  without a lookup (a tiered route's records in its route's cell) and without the dollars, what
-  the pipeline does per record whatever prices it. A note gives the whole ``Pipeline.count_record``
-  over the same requests as well.
+  which holds an untiered model's cell (looked up once, when the route opens) and none for a tiered
+  model's, whose records take their prompt tier's remembered cell when only the prompt size decides
+  the rates (``Pipeline._prompt_tier_routes``) and are otherwise looked up
+  (``PriceTable.lookup(model, ts, provider, service_tier=, prompt_tokens=)``, the call
+  ``Pipeline._tiered`` makes) and go to the cell of their (route, rates) (``_tiered_routes``); then
+  the token sums added (``count_record``'s additions) and ``cell_dollars`` once per cell, as a
+  scrape or the end of a replay does. The requests carry no savings, so no cliff is looked up. The
+  total is compared with the sum of calc_price's (1e-9 relative). Two streams: the benchmark's
+  requests (5,000 over 208 models and 21 months: nearly a cell per request, the worst case for this
+  way) and a month of a gateway's traffic (the same generator, one calendar month, twelve models,
+  six of them with prompt tiers or time windows). For the month, the same loop with every slot
+  already open (as a real month's many requests per quarter hour find them), and its floor: the
+  slots, routes and additions without a lookup (a tiered route's records in its route's cell) and
+  without the dollars, what the pipeline does per record whatever prices it. A note gives the whole
+  ``Pipeline.count_record`` over the same requests as well.
 - **per request** (``PriceTable.lookup`` then ``cell_dollars(...).spend`` over a one-record cell):
   what pricing each request on its own would cost. ``cell_dollars`` works out spend, savings,
   would-have-saved and the cache effects where calc_price works out one total. Dollars compared
@@ -150,6 +151,7 @@ def measure(n: int = 5000) -> dict[str, Any]:
             slots = dict(opened)
             routes: dict[tuple[int, str, str, str | None], list[int]] = {}
             tiered_cells: dict[tuple[tuple[int, str, str, str | None], PricedModel], list[int]] = {}
+            prompt_tiers: dict[tuple[int, str, str, str | None], tuple[list[int], list[list[int] | None]]] = {}
             cells: dict[PricedModel, list[int]] = {}
             for provider, model, fresh, read, write, output, ts, tier in given:
                 version = slots.get(ts // SLOT_SECONDS)
@@ -167,12 +169,21 @@ def measure(n: int = 5000) -> dict[str, Any]:
                     cell = routes[key] = ([] if tiers is not None and tiers.tiered
                                           else cells.setdefault(priced, [0] * CELL_WIDTH))
                 if not cell:  # TIERED: each record by its own rates (Pipeline._tiered; no savings to cliff here)
-                    priced = lookup(model, ts, provider, service_tier=tier, prompt_tokens=fresh + read + write)
-                    assert isinstance(priced, PricedModel)
-                    tiered_key = (key, priced)
-                    cell = tiered_cells.get(tiered_key)
-                    if cell is None:
-                        cell = tiered_cells[tiered_key] = cells.setdefault(priced, [0] * CELL_WIDTH)
+                    prompt = fresh + read + write
+                    by_prompt = prompt_tiers.get(key)  # prompt tiers alone: the tier's cell, remembered
+                    if by_prompt is None or (cell := by_prompt[1][bisect_left(by_prompt[0], prompt)]) is None:
+                        priced = lookup(model, ts, provider, service_tier=tier, prompt_tokens=prompt)
+                        assert isinstance(priced, PricedModel)
+                        tiered_key = (key, priced)
+                        cell = tiered_cells.get(tiered_key)
+                        if cell is None:
+                            cell = tiered_cells[tiered_key] = cells.setdefault(priced, [0] * CELL_WIDTH)
+                        if by_prompt is None:  # Pipeline._remember_prompt_tier
+                            aboves = table.prompt_tier_thresholds(model, ts, provider, tier)
+                            if aboves is not None:
+                                by_prompt = prompt_tiers[key] = (aboves, [None] * (len(aboves) + 1))
+                        if by_prompt is not None:
+                            by_prompt[1][bisect_left(by_prompt[0], prompt)] = cell
                 cell[REQUESTS] += 1  # the additions of Pipeline.count_record
                 cell[FRESH] += fresh
                 cell[CACHE_READ] += read

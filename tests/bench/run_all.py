@@ -301,18 +301,22 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
   `Pipeline.count_record` does to reach that cell: the price version from the record's 15-minute slot
   (bisected when a slot opens), the route by version, model, provider and service tier, which holds
-  an untiered model's cell (no lookup per record), and for a tiered model `PriceTable.lookup` by
-  prompt size and time and the cell of (route, rates); then the additions. (The row used to look
-  every request up, the untiered models' too, and leave the slot and route out.) What bounds
-  that row is its floor, printed next to it: the same slots, routes and additions with no lookup
-  and no dollars, what the pipeline does per record whatever prices it. On a shared machine the
-  floor was 99-107x calc_price over the month's 5,000 sparse requests, of which half open a slot,
-  and 155-170x with the slots already open, as a real month's many requests per quarter hour find
-  them; pricing on top of it (the tiered records' lookups and cells, `cell_dollars` for 52 cells)
-  added about 0.4 us per request (150-180x on its own), so the row itself read 61-66x (87-92x with
-  slots open): 100x is out of its reach by its floor. `PriceTable.lookup` tests the window of the
-  last version it used before bisecting and reads a plan of prompt tiers only (no time windows)
-  inline: 0.32 us per tiered lookup where it took 0.41 (same run, loop included). Over the
+  an untiered model's cell (no lookup per record); for a model priced by prompt size alone the route
+  key's remembered route of the record's prompt tier (one bisect over the thresholds), and otherwise
+  (the tier's first record, a time-windowed model, a saving that may cross a threshold)
+  `PriceTable.lookup` by prompt size and time and the cell of (route, rates); then the additions.
+  What bounds that row is its floor, printed next to it: the same slots, routes and additions with
+  no lookup and no dollars, what the pipeline does per record whatever prices it. On a shared
+  machine (load 4) the floor was 97-108x calc_price over the month's 5,000 sparse requests (one
+  every nine minutes, so half of them open a slot) and 146-172x with the slots already open, as a
+  real gateway's many requests per quarter hour find them; the row itself read 71-82x, and
+  99-112x with the slots open: at the target where traffic is dense, out of reach by its floor
+  where it is sparse. Pricing on top of the floor (the tiered records' lookups and cells,
+  `cell_dollars` for 52 cells) adds about 0.25 us per request (about 260x on its own).
+  `PriceTable.lookup` tests the window of the last version it used before bisecting and reads a
+  plan of prompt tiers only inline (0.32 us per tiered lookup where it took 0.41), and
+  `Pipeline._tiered` remembers a prompt-tier route per route key (the lookup and the rates' hash
+  skipped: the row's month 61-66x before it, 87-92x with slots open). Over the
   benchmark's own requests (2,556 cells for 5,000, nearly every request opening its own slot) that
   row costs what pricing each request does. That per-request row is bounded by the loop: with two
   empty functions in place of `lookup` and `cell_dollars` it reaches 130-180x, which leaves about
