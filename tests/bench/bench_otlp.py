@@ -157,7 +157,7 @@ class GcClock:
 def over_loopback(
     label: str, bodies: list[bytes], calls: int, headers: dict[str, str], sink: Any = None,
     floor: Callable[..., tuple[BatchResult, int]] | None = None, freeze: bool = True,
-    figures: dict[str, float] | None = None,
+    figures: dict[str, float] | None = None, clients: int = CLIENTS,
 ) -> float:
     """Spans/s through the receiver; ``floor``, when given, stands in for its decode + map
     (``calls`` is then the number of reads per batch the sink waits for).
@@ -166,13 +166,15 @@ def over_loopback(
     first), what is alive before the receiver starts (here the modules and this benchmark's bodies;
     there the restored state too) is frozen, so full collections do not rescan it; unfrozen after.
     ``figures``, when given, gets the receiver's CPU and the collector's share of it, in us per span
-    (``cpu_us``, ``gc_us``, ``gc0_us``..``gc2_us``)."""
+    (``cpu_us``, ``gc_us``, ``gc0_us``..``gc2_us``). ``clients``: how many client processes post the
+    bodies at once, each over its own connection."""
     if floor is not None:
         name = "map_json" if headers["Content-Type"] == "application/json" else "map_protobuf"
         real = getattr(otlp_server, name)
         setattr(otlp_server, name, floor)
         try:
-            return over_loopback(label, bodies, calls, headers, sink, freeze=freeze, figures=figures)
+            return over_loopback(label, bodies, calls, headers, sink, freeze=freeze, figures=figures,
+                                 clients=clients)
         finally:
             setattr(otlp_server, name, real)
     received = [0]
@@ -187,10 +189,10 @@ def over_loopback(
             sink(records, source)
         count(records, source)
 
-    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_connections=CLIENTS + 2)
-    per_client = len(bodies) // CLIENTS
-    total_calls = calls * CLIENTS * per_client
-    total_spans = BATCH * CLIENTS * per_client
+    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_connections=clients + 2)
+    per_client = len(bodies) // clients
+    total_calls = calls * clients * per_client
+    total_spans = BATCH * clients * per_client
     ctx = multiprocessing.get_context("fork")
     if freeze:
         freeze_long_lived()
@@ -198,8 +200,8 @@ def over_loopback(
         with GcClock() as clock:
             rx.start()
             procs = [
-                ctx.Process(target=_client, args=(rx.port, bodies[i::CLIENTS][:per_client], headers))
-                for i in range(CLIENTS)
+                ctx.Process(target=_client, args=(rx.port, bodies[i::clients][:per_client], headers))
+                for i in range(clients)
             ]
             began = time.perf_counter()
             cpu_began = time.process_time()  # this process hosts only the receiver (clients are forked)
@@ -386,6 +388,9 @@ def measure(quick: bool = False) -> dict[str, float]:
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
     unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
                              figures=unfrozen_cpu)
+    pb_one_cpu: dict[str, float] = {}
+    js_one_cpu: dict[str, float] = {}
+    over_loopback("loopback, protobuf, one client", bodies, calls, pb_header, figures=pb_one_cpu, clients=1)
     over_loopback(
         "loopback, protobuf + gzip",
         [gzip.compress(b, 6) for b in bodies],
@@ -393,6 +398,7 @@ def measure(quick: bool = False) -> dict[str, float]:
         {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
     )
     js = over_loopback("loopback, OTLP/JSON", json_bodies, calls, json_header, figures=js_cpu)
+    over_loopback("loopback, OTLP/JSON, one client", json_bodies, calls, json_header, figures=js_one_cpu, clients=1)
     js_floor = over_loopback("loopback, OTLP/JSON, floor read only (no map)", json_bodies, BATCH, json_header,
                              floor=_floor_mapping(floor_read_json, keep), figures=js_floor_cpu)
     pipeline = Pipeline(load_price_table())
@@ -424,13 +430,16 @@ def measure(quick: bool = False) -> dict[str, float]:
         "protobuf_unfrozen_gc_us": unfrozen_cpu["gc_us"],
         "json_cpu_us": js_cpu["cpu_us"], "json_gc_us": js_cpu["gc_us"],
         "json_http_us": js_floor_cpu["cpu_us"] - us["floor_json"],
+        # the same bodies from one client at a time (one request worked on at a time)
+        "protobuf_one_client_cpu_us": pb_one_cpu["cpu_us"], "json_one_client_cpu_us": js_one_cpu["cpu_us"],
     }
     for kind, decode_map in (("protobuf", us["pb"]), ("json", us["json"])):
         cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
         print(f"{kind} over loopback, receiver CPU per span {cpu:.2f} us = decode + map as the receiver in process "
               f"{decode_map:.2f} + HTTP, queue and dispatch {http:.2f} (the floor run's CPU less the floor read) "
               f"+ the rest {cpu - decode_map - http:.2f} (the handler threads sharing the GIL, the collector "
-              f"beyond in process's); the collector in all {result[f'{kind}_gc_us']:.2f} us")
+              f"beyond in process's); the collector in all {result[f'{kind}_gc_us']:.2f} us; "
+              f"from one client at a time {result[f'{kind}_one_client_cpu_us']:.2f} us")
     print(f"protobuf with nothing frozen (the start-up state scanned by every full collection): "
           f"{result['protobuf_unfrozen_cpu_us']:.2f} us per span, of which GC {result['protobuf_unfrozen_gc_us']:.2f} "
           f"(frozen, as the sidecar runs: {result['protobuf_cpu_us']:.2f}, of which GC {result['protobuf_gc_us']:.2f})")
@@ -481,7 +490,9 @@ def rows(result: dict[str, float]) -> list[Row]:
              f" us; the collector {result['protobuf_gc_us']:.2f} us of it (full collections "
              f"{result['protobuf_gc2_us']:.2f}) with the start-up state frozen as the sidecar does, "
              f"{result['protobuf_unfrozen_gc_us']:.2f} us with nothing frozen "
-             f"({result['protobuf_unfrozen_spans_per_s']:,.0f} spans/s)"]),
+             f"({result['protobuf_unfrozen_spans_per_s']:,.0f} spans/s); from one client at a time "
+             f"{result['protobuf_one_client_cpu_us']:.2f} us (OTLP/JSON {result['json_cpu_us']:.2f} us, one "
+             f"client {result['json_one_client_cpu_us']:.2f} us)"]),
         Row("OTLP decode + map per span vs the bare protobuf decode (CPU)", f"{result['decode_map_us']:.2f} us",
             f"{result['bare_us']:.2f} us (bare ParseFromString)", f"{ratio:.1f}x", f"<= {MAPPING_BOUND:.0f}x",
             verdict(ratio <= MAPPING_BOUND, f"{ratio / MAPPING_BOUND:.1f}x the bound"),
