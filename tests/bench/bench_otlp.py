@@ -34,8 +34,9 @@ too) and unfreezes after. Each row prints the CPU the collector took (a
 what the freeze saves. The receiver's CPU per span over loopback is then
 broken down: decode + map as the receiver in process, the HTTP server, queue
 and dispatcher (the floor run's CPU less the in-process floor read), and the
-rest (the handler threads sharing the GIL while others read their bodies, and
-the collector beyond what it takes in process).
+rest, not apportioned (the collector beyond what it takes in process; four
+connections worked on at once, which the same runs from one client at a time
+show apart).
 """
 
 from __future__ import annotations
@@ -437,9 +438,9 @@ def measure(quick: bool = False) -> dict[str, float]:
         cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
         print(f"{kind} over loopback, receiver CPU per span {cpu:.2f} us = decode + map as the receiver in process "
               f"{decode_map:.2f} + HTTP, queue and dispatch {http:.2f} (the floor run's CPU less the floor read) "
-              f"+ the rest {cpu - decode_map - http:.2f} (the handler threads sharing the GIL, the collector "
-              f"beyond in process's); the collector in all {result[f'{kind}_gc_us']:.2f} us; "
-              f"from one client at a time {result[f'{kind}_one_client_cpu_us']:.2f} us")
+              f"+ the rest {cpu - decode_map - http:.2f} (not apportioned: the collector beyond its share in "
+              f"process, four connections worked on at once); the collector in all {result[f'{kind}_gc_us']:.2f} "
+              f"us; from one client at a time {result[f'{kind}_one_client_cpu_us']:.2f} us in all")
     print(f"protobuf with nothing frozen (the start-up state scanned by every full collection): "
           f"{result['protobuf_unfrozen_cpu_us']:.2f} us per span, of which GC {result['protobuf_unfrozen_gc_us']:.2f} "
           f"(frozen, as the sidecar runs: {result['protobuf_cpu_us']:.2f}, of which GC {result['protobuf_gc_us']:.2f})")
