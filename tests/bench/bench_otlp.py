@@ -25,12 +25,25 @@ handler's decode + map replaced by the floor read, what this HTTP server, the
 protobuf runtime (or orjson) and Python can do at all. ``--json`` prints the
 figures as one JSON line last (``tests/bench/run_all.py``'s ``otlp`` section);
 ``--quick`` posts a quarter of the batches.
+
+The collector, as in the sidecar: ``Sidecar.start`` freezes what is alive
+before its receiver starts (``freeze_long_lived``), so full collections do not
+rescan the start-up state; every run here does the same (the in-process cases
+too) and unfreezes after. Each row prints the CPU the collector took (a
+``gc.callbacks`` clock), and one more loopback run with nothing frozen shows
+what the freeze saves. The receiver's CPU per span over loopback is then
+broken down: decode + map as the receiver in process, the HTTP server, queue
+and dispatcher (the floor run's CPU less the in-process floor read), and the
+rest, not apportioned (the collector beyond what it takes in process; four
+connections worked on at once, which the same runs from one client at a time
+show apart).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import gzip
 import http.client
 import multiprocessing
@@ -51,6 +64,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 
 from exporter.engine.pipeline import Pipeline  # noqa: E402
+from exporter.exposition.collector import freeze_long_lived  # noqa: E402
 from exporter.prices.table import load_price_table  # noqa: E402
 from exporter.sources.otlp import server as otlp_server  # noqa: E402
 from exporter.sources.otlp.http import OtlpReceiver  # noqa: E402
@@ -116,18 +130,52 @@ def _client(port: int, bodies: list[bytes], headers: dict[str, str]) -> None:
             time.sleep(0.01)  # back-pressure; the real SDK waits Retry-After
 
 
+class GcClock:
+    """CPU time spent in garbage collections while installed, by generation (a ``gc.callbacks`` hook;
+    the collection runs on the thread that triggered it, so ``thread_time`` is its CPU)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.counts = [0, 0, 0]
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.thread_time()
+        else:
+            generation = info["generation"]
+            self.seconds[generation] += time.thread_time() - self._began
+            self.counts[generation] += 1
+
+    def __enter__(self) -> GcClock:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
 def over_loopback(
     label: str, bodies: list[bytes], calls: int, headers: dict[str, str], sink: Any = None,
-    floor: Callable[..., tuple[BatchResult, int]] | None = None,
+    floor: Callable[..., tuple[BatchResult, int]] | None = None, freeze: bool = True,
+    figures: dict[str, float] | None = None, clients: int = CLIENTS,
 ) -> float:
     """Spans/s through the receiver; ``floor``, when given, stands in for its decode + map
-    (``calls`` is then the number of reads per batch the sink waits for)."""
+    (``calls`` is then the number of reads per batch the sink waits for).
+
+    ``freeze``: as the sidecar starts its receiver (``Sidecar.start`` calls ``freeze_long_lived``
+    first), what is alive before the receiver starts (here the modules and this benchmark's bodies;
+    there the restored state too) is frozen, so full collections do not rescan it; unfrozen after.
+    ``figures``, when given, gets the receiver's CPU and the collector's share of it, in us per span
+    (``cpu_us``, ``gc_us``, ``gc0_us``..``gc2_us``). ``clients``: how many client processes post the
+    bodies at once, each over its own connection."""
     if floor is not None:
         name = "map_json" if headers["Content-Type"] == "application/json" else "map_protobuf"
         real = getattr(otlp_server, name)
         setattr(otlp_server, name, floor)
         try:
-            return over_loopback(label, bodies, calls, headers, sink)
+            return over_loopback(label, bodies, calls, headers, sink, freeze=freeze, figures=figures,
+                                 clients=clients)
         finally:
             setattr(otlp_server, name, real)
     received = [0]
@@ -142,53 +190,76 @@ def over_loopback(
             sink(records, source)
         count(records, source)
 
-    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_connections=CLIENTS + 2)
-    rx.start()
-    per_client = len(bodies) // CLIENTS
-    total_calls = calls * CLIENTS * per_client
-    total_spans = BATCH * CLIENTS * per_client
+    rx = OtlpReceiver(counted_sink, "127.0.0.1", 0, queue_size=256, max_connections=clients + 2)
+    per_client = len(bodies) // clients
+    total_calls = calls * clients * per_client
+    total_spans = BATCH * clients * per_client
     ctx = multiprocessing.get_context("fork")
-    procs = [
-        ctx.Process(
-            target=_client, args=(rx.port, bodies[i::CLIENTS][:per_client], headers)
-        )
-        for i in range(CLIENTS)
-    ]
-    began = time.perf_counter()
-    cpu_began = time.process_time()  # this process hosts only the receiver (clients are forked)
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join()
-    while True:
-        with lock:
-            if received[0] >= total_calls:
-                break
-        time.sleep(0.001)
-    elapsed = time.perf_counter() - began
-    cpu = time.process_time() - cpu_began
-    rx.stop()
+    if freeze:
+        freeze_long_lived()
+    try:
+        with GcClock() as clock:
+            rx.start()
+            procs = [
+                ctx.Process(target=_client, args=(rx.port, bodies[i::clients][:per_client], headers))
+                for i in range(clients)
+            ]
+            began = time.perf_counter()
+            cpu_began = time.process_time()  # this process hosts only the receiver (clients are forked)
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join()
+            while True:
+                with lock:
+                    if received[0] >= total_calls:
+                        break
+                time.sleep(0.001)
+            elapsed = time.perf_counter() - began
+            cpu = time.process_time() - cpu_began
+        rx.stop()
+    finally:
+        if freeze:
+            gc.unfreeze()
     rate = total_spans / elapsed
+    gc_us = [1e6 * seconds / total_spans for seconds in clock.seconds]
     print(
         f"{label:<44} {rate:>10,.0f} spans/s  ({total_spans} spans in {elapsed:.2f} s; "
-        f"{total_spans / cpu:,.0f} spans per receiver CPU-second; "
-        f"{rx.stats.snapshot()['requests']})"
+        f"{total_spans / cpu:,.0f} spans per receiver CPU-second = {1e6 * cpu / total_spans:.2f} us, of which "
+        f"GC {sum(gc_us):.2f} us (generations 0/1/2: {' / '.join(f'{us:.2f}' for us in gc_us)} us, "
+        f"{' / '.join(str(n) for n in clock.counts)} collections); {rx.stats.snapshot()['requests']})"
     )
+    if figures is not None:
+        figures.update(cpu_us=1e6 * cpu / total_spans, gc_us=sum(gc_us),
+                       gc0_us=gc_us[0], gc1_us=gc_us[1], gc2_us=gc_us[2])
     return rate
 
 
 def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int = 30) -> dict[str, float]:
     """Spans per CPU-second of each case, best of ``rounds`` runs taken in turn (so the ratios
-    between cases see the same load; CPU time, so load from other processes counts little)."""
+    between cases see the same load; CPU time, so load from other processes counts little).
+
+    What is alive before is frozen, as in the sidecar (``over_loopback``); the collector's CPU in
+    the best run of each case is printed beside it."""
     best = dict.fromkeys(cases, 0.0)
-    for _ in range(rounds):
-        for label, (fn, body) in cases.items():
-            began = time.process_time()
-            for _ in range(repeat):
-                fn(body)
-            best[label] = max(best[label], BATCH * repeat / (time.process_time() - began))
+    gc_share = dict.fromkeys(cases, 0.0)
+    freeze_long_lived()
+    try:
+        for _ in range(rounds):
+            for label, (fn, body) in cases.items():
+                with GcClock() as clock:
+                    began = time.process_time()
+                    for _ in range(repeat):
+                        fn(body)
+                    rate = BATCH * repeat / (time.process_time() - began)
+                if rate > best[label]:
+                    best[label] = rate
+                    gc_share[label] = 1e6 * sum(clock.seconds) / (BATCH * repeat)
+    finally:
+        gc.unfreeze()
     for label, rate in best.items():
-        print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span)")
+        print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span, "
+              f"of which GC {gc_share[label]:.2f} us)")
     return best
 
 
@@ -308,18 +379,29 @@ def measure(quick: bool = False) -> dict[str, float]:
     bare, walked, floor, one, mapped, floor_json, mapped_json = rates.values()
     pb_header = {"Content-Type": "application/x-protobuf"}
     json_header = {"Content-Type": "application/json"}
-    pb = over_loopback("loopback, protobuf", bodies, calls, pb_header)
+    pb_cpu: dict[str, float] = {}
+    pb_floor_cpu: dict[str, float] = {}
+    unfrozen_cpu: dict[str, float] = {}
+    js_cpu: dict[str, float] = {}
+    js_floor_cpu: dict[str, float] = {}
+    pb = over_loopback("loopback, protobuf", bodies, calls, pb_header, figures=pb_cpu)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
-                             floor=_floor_mapping(floor_read, keep))
+                             floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
+    unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
+                             figures=unfrozen_cpu)
+    pb_one_cpu: dict[str, float] = {}
+    js_one_cpu: dict[str, float] = {}
+    over_loopback("loopback, protobuf, one client", bodies, calls, pb_header, figures=pb_one_cpu, clients=1)
     over_loopback(
         "loopback, protobuf + gzip",
         [gzip.compress(b, 6) for b in bodies],
         calls,
         {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
     )
-    js = over_loopback("loopback, OTLP/JSON", json_bodies, calls, json_header)
+    js = over_loopback("loopback, OTLP/JSON", json_bodies, calls, json_header, figures=js_cpu)
+    over_loopback("loopback, OTLP/JSON, one client", json_bodies, calls, json_header, figures=js_one_cpu, clients=1)
     js_floor = over_loopback("loopback, OTLP/JSON, floor read only (no map)", json_bodies, BATCH, json_header,
-                             floor=_floor_mapping(floor_read_json, keep))
+                             floor=_floor_mapping(floor_read_json, keep), figures=js_floor_cpu)
     pipeline = Pipeline(load_price_table())
 
     def pipeline_sink(records: list[dict[str, Any]], source: str) -> None:
@@ -341,7 +423,27 @@ def measure(quick: bool = False) -> dict[str, float]:
         "json_floor_us": us["floor_json"], "json_decode_map_us": us["json"],
         "map_us": us["pb"] - us["bare"], "ratio": us["pb"] / us["bare"],
         "walk_ratio": us["walk"] / us["bare"], "floor_ratio": us["floor"] / us["bare"],
+        # where the receiver's CPU per span goes over loopback (us): the receiver's own, its collector's,
+        # the HTTP server's (the floor run's CPU less the in-process floor read), with nothing frozen
+        "protobuf_cpu_us": pb_cpu["cpu_us"], "protobuf_gc_us": pb_cpu["gc_us"],
+        "protobuf_gc2_us": pb_cpu["gc2_us"], "protobuf_http_us": pb_floor_cpu["cpu_us"] - us["floor"],
+        "protobuf_unfrozen_spans_per_s": unfrozen, "protobuf_unfrozen_cpu_us": unfrozen_cpu["cpu_us"],
+        "protobuf_unfrozen_gc_us": unfrozen_cpu["gc_us"],
+        "json_cpu_us": js_cpu["cpu_us"], "json_gc_us": js_cpu["gc_us"],
+        "json_http_us": js_floor_cpu["cpu_us"] - us["floor_json"],
+        # the same bodies from one client at a time (one request worked on at a time)
+        "protobuf_one_client_cpu_us": pb_one_cpu["cpu_us"], "json_one_client_cpu_us": js_one_cpu["cpu_us"],
     }
+    for kind, decode_map in (("protobuf", us["pb"]), ("json", us["json"])):
+        cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
+        print(f"{kind} over loopback, receiver CPU per span {cpu:.2f} us = decode + map as the receiver in process "
+              f"{decode_map:.2f} + HTTP, queue and dispatch {http:.2f} (the floor run's CPU less the floor read) "
+              f"+ the rest {cpu - decode_map - http:.2f} (not apportioned: the collector beyond its share in "
+              f"process, four connections worked on at once); the collector in all {result[f'{kind}_gc_us']:.2f} "
+              f"us; from one client at a time {result[f'{kind}_one_client_cpu_us']:.2f} us in all")
+    print(f"protobuf with nothing frozen (the start-up state scanned by every full collection): "
+          f"{result['protobuf_unfrozen_cpu_us']:.2f} us per span, of which GC {result['protobuf_unfrozen_gc_us']:.2f} "
+          f"(frozen, as the sidecar runs: {result['protobuf_cpu_us']:.2f}, of which GC {result['protobuf_gc_us']:.2f})")
     print(f"protobuf over loopback {pb:,.0f} spans/s = {pb / PROTOBUF_TARGET:.2f} of >= {PROTOBUF_TARGET:,}: "
           f"{'met' if pb >= PROTOBUF_TARGET else 'NOT met'}; the floor (HTTP + decode + floor read, no map) "
           f"{pb_floor:,.0f} spans/s = {pb_floor / PROTOBUF_TARGET:.2f} of it")
@@ -381,6 +483,17 @@ def rows(result: dict[str, float]) -> list[Row]:
             f">= {JSON_TARGET:,} spans/s", verdict(js_floor >= JSON_TARGET,
                                                   f"the floor is {js_floor / JSON_TARGET:.0%} of target"),
             []),
+        Row("OTLP receiver CPU per protobuf span over loopback vs decode + map in process",
+            f"{result['protobuf_cpu_us']:.2f} us", f"{result['decode_map_us']:.2f} us (decode + map as the receiver)",
+            f"{result['protobuf_cpu_us'] / result['decode_map_us']:.2f}", "-", "n/a",
+            [f"HTTP, queue and dispatch {result['protobuf_http_us']:.2f} us (the floor run's CPU less the floor "
+             f"read), the rest {result['protobuf_cpu_us'] - result['decode_map_us'] - result['protobuf_http_us']:.2f}"
+             f" us; the collector {result['protobuf_gc_us']:.2f} us of it (full collections "
+             f"{result['protobuf_gc2_us']:.2f}) with the start-up state frozen as the sidecar does, "
+             f"{result['protobuf_unfrozen_gc_us']:.2f} us with nothing frozen "
+             f"({result['protobuf_unfrozen_spans_per_s']:,.0f} spans/s); from one client at a time "
+             f"{result['protobuf_one_client_cpu_us']:.2f} us (OTLP/JSON {result['json_cpu_us']:.2f} us, one "
+             f"client {result['json_one_client_cpu_us']:.2f} us)"]),
         Row("OTLP decode + map per span vs the bare protobuf decode (CPU)", f"{result['decode_map_us']:.2f} us",
             f"{result['bare_us']:.2f} us (bare ParseFromString)", f"{ratio:.1f}x", f"<= {MAPPING_BOUND:.0f}x",
             verdict(ratio <= MAPPING_BOUND, f"{ratio / MAPPING_BOUND:.1f}x the bound"),
