@@ -129,12 +129,18 @@ class SpanCorrelator:
         self._order.append((self._now, kind, key))  # by the arrival of the request
 
     def _evict(self) -> None:
+        """Forget the entries past the window, then the oldest beyond the cap (counted: forgotten early)."""
         horizon = self._now - self.window_seconds
         order = self._order
-        while order and (order[0][0] < horizon or len(order) > self.max_entries):
-            arrived, kind, key = order.popleft()
-            if arrived >= horizon:  # still inside the window: the cap forgot it
-                self.evicted_early += 1
+        aged = 0
+        for arrived, _, _ in order:  # by arrival: the aged ones are the oldest
+            if arrived >= horizon:
+                break
+            aged += 1
+        early = max(0, len(order) - aged - self.max_entries)
+        self.evicted_early += early
+        for _ in range(aged + early):
+            _, kind, key = order.popleft()
             if kind == "parent":
                 self._parent.pop(key, None)
             elif kind == "model":
