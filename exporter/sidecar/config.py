@@ -92,7 +92,7 @@ class LabelConfig:
     model_allowlist: tuple[str, ...] = setting((), "When set, models not in the list become `other`.")
 
 
-# otlp.correlation_max_entries at most: about 2.3 GB of correlation memory at ~560 bytes an entry
+# otlp.correlation_max_entries at most: about 2.4 GB of correlation memory at ~560 bytes an entry
 # (docs/telemetry.md); a typo, not a deployment, asks for more
 MAX_CORRELATION_ENTRIES = 1 << 22
 
