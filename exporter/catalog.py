@@ -254,6 +254,12 @@ OTLP_REFUSED_TOTAL = _c(
     "OTLP/HTTP requests refused and connections cut by the receiver's limits, by reason (memory_budget, "
     "queue_full, stopping, connections, evicted_idle, evicted_slow, slow_sender, idle_timeout).",
     ("reason",), "health")
+OTLP_CORRELATION_EVICTED_TOTAL = _c(
+    "otlp_correlation_evicted_total", "entries",
+    "Entries of the OTLP receiver's memory of recent spans forgotten because otlp.correlation_max_entries was "
+    "reached before their 120 s ended; a later span of the same call may then be counted as a call of its "
+    "own. Raise otlp.correlation_max_entries.",
+    (), "health")
 OTLP_INFLIGHT_BYTES = _g(
     "otlp_inflight_bytes", "bytes",
     "Bytes reserved by OTLP/HTTP requests being read, inflated or decoded (limit otlp.max_inflight_bytes).",
@@ -317,6 +323,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     OTLP_REQUESTS_TOTAL,
     OTLP_SPANS_TOTAL,
     OTLP_REFUSED_TOTAL,
+    OTLP_CORRELATION_EVICTED_TOTAL,
     OTLP_INFLIGHT_BYTES,
     OTLP_CONNECTIONS,
 )

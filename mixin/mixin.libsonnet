@@ -28,6 +28,7 @@
     "labelOverflowFor": "15m",
     "logBytesLostFor": "5m",
     "namespaceLabel": "namespace",
+    "otlpCorrelationEvictedFor": "15m",
     "overviewDashboardUid": "llm-savings-overview",
     "priceTableReloadFailedFor": "5m",
     "priceTableStaleDays": 90,

@@ -109,6 +109,9 @@ PARAMS: tuple[Param, ...] = (
     Param("logBytesLostFor", "5m", "duration", "LlmSavingsLogBytesLost: how long a loss in the last hour is held."),
     Param("labelOverflowFor", "15m", "duration",
           "LlmSavingsLabelOverflow: how long values folded into `other` in the last hour are held."),
+    Param("otlpCorrelationEvictedFor", "15m", "duration",
+          "LlmSavingsOtlpCorrelationEvicted: how long correlation entries forgotten early in the last 15m are "
+          "held."),
     Param("responseCacheHitRateDropFraction", 0.5, "number",
           "LlmSavingsResponseCacheHitRateDrop: fires when the response-cache hit rate over 1h is below this "
           "fraction of its rate over the day before."),

@@ -92,6 +92,11 @@ class LabelConfig:
     model_allowlist: tuple[str, ...] = setting((), "When set, models not in the list become `other`.")
 
 
+# otlp.correlation_max_entries at most: about 2.4 GB of correlation memory at ~560 bytes an entry
+# (docs/telemetry.md); a typo, not a deployment, asks for more
+MAX_CORRELATION_ENTRIES = 1 << 22
+
+
 @dataclass(frozen=True)
 class OtlpConfig:
     """The OTLP/HTTP receiver for OpenTelemetry GenAI spans (``otlp:``): ``POST /v1/traces``,
@@ -125,6 +130,13 @@ class OtlpConfig:
     idle_timeout_seconds: float = setting(
         15.0, "Seconds an idle keep-alive connection stays open (`idle_timeout`); also the longest silence "
               "within a request.")
+    correlation_max_entries: int = setting(
+        65536,
+        "Entries the memory of recent spans holds at most (the memory that counts one call reported by two "
+        "instrumentations in different export requests once; 120 s by arrival). An export request adds about "
+        "one entry per span plus one per model call; when the cap forgets entries still inside the 120 s, "
+        "`llm_savings_otlp_correlation_evicted_total` counts them. About 560 bytes an entry; 1 to 4,194,304 "
+        "([telemetry.md](telemetry.md#the-memory-and-its-cap) sizes it).")
 
 
 @dataclass(frozen=True)
@@ -317,6 +329,9 @@ def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: s
             raise fail("max_line_bytes", f"expected a positive number of bytes, got {obj.max_line_bytes}")
         if obj.max_open_files < 1:
             raise fail("max_open_files", f"expected a positive number of files, got {obj.max_open_files}")
+    if isinstance(obj, OtlpConfig) and not 1 <= obj.correlation_max_entries <= MAX_CORRELATION_ENTRIES:
+        raise fail("correlation_max_entries", f"expected 1 to {MAX_CORRELATION_ENTRIES} entries, "
+                                              f"got {obj.correlation_max_entries}")
     if isinstance(obj, Config | OtlpConfig):
         try:
             parse_listen(obj.listen)

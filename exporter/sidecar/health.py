@@ -77,6 +77,7 @@ def health_samples(sidecar: Sidecar) -> list[HealthSample]:
         samples.append(HealthSample(catalog.OTLP_SPANS_TOTAL, ("ignored",), ignored))
         for reason, count in snap["refused"].items():
             samples.append(HealthSample(catalog.OTLP_REFUSED_TOTAL, (reason,), count))
+        samples.append(HealthSample(catalog.OTLP_CORRELATION_EVICTED_TOTAL, (), snap["correlation_evicted"]))
         samples.append(HealthSample(catalog.OTLP_INFLIGHT_BYTES, (), snap["inflight_bytes"]))
         samples.append(HealthSample(catalog.OTLP_CONNECTIONS, (), snap["connections"]))
         samples.append(HealthSample(catalog.SOURCE_UP, ("otlp",), 1))

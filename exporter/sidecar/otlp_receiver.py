@@ -18,6 +18,7 @@ from exporter.sidecar.config import ENV_BEARER_TOKEN, OtlpConfig, parse_listen
 def make_receiver(otlp: OtlpConfig, pipeline: Pipeline) -> Any:
     """An ``OtlpReceiver`` (not started) whose records and rejects go through ``pipeline``."""
     from exporter.sources.otlp.http import OtlpReceiver
+    from exporter.sources.otlp.spans import MappingOptions
 
     token = os.environ.get(ENV_BEARER_TOKEN)
     if otlp.bearer_token_file:
@@ -38,7 +39,8 @@ def make_receiver(otlp: OtlpConfig, pipeline: Pipeline) -> Any:
                         max_inflight_bytes=otlp.max_inflight_bytes,
                         max_connections=otlp.max_connections,
                         request_timeout=otlp.request_timeout_seconds,
-                        idle_timeout=otlp.idle_timeout_seconds)
+                        idle_timeout=otlp.idle_timeout_seconds,
+                        options=MappingOptions(correlation_max_entries=otlp.correlation_max_entries))
 
 
 __all__ = ["make_receiver"]

@@ -82,6 +82,10 @@ def test_a_bad_environment_value_is_refused_naming_the_variable(variable: str, v
     ("sources:\n  - name: a\n    paths: [x]\n  - name: a\n    paths: [y]\n", "sources: source names must be unique"),
     ("labels:\n  max_modles: 3\n", "f.yaml:2: labels.max_modles: unknown setting"),
     ("otlp:\n  listen: 'localhost'\n", "f.yaml:2: otlp.listen: expected HOST:PORT"),
+    ("otlp:\n  correlation_max_entries: 0\n", "f.yaml:2: otlp.correlation_max_entries: expected 1 to 4194304 "
+     "entries, got 0"),
+    ("otlp:\n  correlation_max_entries: 4194305\n", "f.yaml:2: otlp.correlation_max_entries: expected 1 to "
+     "4194304 entries, got 4194305"),
     ("schema: llm-savings-config/v2\n", "f.yaml:1: schema: expected 'llm-savings-config/v1'"),
     ("checkpoint_interval_seconds: 0\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive finite number"),
     # a float setting given an int too large for a float, or infinity: refused, never OverflowError or "forever"

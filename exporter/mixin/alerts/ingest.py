@@ -75,4 +75,13 @@ def group(cfg: Values) -> Group:
             "The {{ $labels.label }} label reached its cap (labels.max_models / labels.max_tenants) and new "
             "values are counted under 'other'. Totals stay right; the breakdown by {{ $labels.label }} does not.",
         ),
+        Alert(
+            "LlmSavingsOtlpCorrelationEvicted",
+            fill("increase(llm_savings_otlp_correlation_evicted_total{%(jobSelector)s}[15m]) > 0", cfg),
+            cfg["otlpCorrelationEvictedFor"], "info",
+            "{{ $labels.instance }} forgets OTLP spans before the correlation window ends",
+            "The OTLP receiver's memory of recent spans reached otlp.correlation_max_entries and forgot entries "
+            "inside their 120 s. Two spans of one provider call exported further apart than the memory lasts "
+            "are counted as two calls. Raise otlp.correlation_max_entries.",
+        ),
     ))

@@ -30,6 +30,7 @@ GRAFANA_UNIT = {
     "requests": "short",
     "records": "short",
     "lines": "short",
+    "entries": "short",
     "seconds": "s",
     "bytes": "bytes",
     "": "short",

@@ -47,8 +47,11 @@ one whose better sibling is in the same export request (which is enqueued or
 refused as a whole).
 
 The memory is bounded: entries older than ``correlation_window_seconds``
-(default 120 s, by arrival) or beyond ``MAX_ENTRIES`` are forgotten; a
-member arriving later than that is counted as a call of its own.
+(default 120 s, by arrival) or beyond ``correlation_max_entries`` (default
+``MAX_ENTRIES``) are forgotten; a member arriving later than that is counted
+as a call of its own. Entries forgotten by the cap while still inside the
+window are counted (``evicted_early``): above a few hundred model-call spans
+a second the cap, not the window, decides how long the memory lasts.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
 from exporter.sources.otlp.fingerprints import PrintIndex
 from exporter.sources.otlp.spans import (
+    CORRELATION_MAX_ENTRIES,
     DEFAULT_OPTIONS,
     Ignored,
     Mapped,
@@ -73,10 +77,9 @@ from exporter.sources.otlp.spans import (
 )
 
 MAX_DEPTH = 8
-MAX_ENTRIES = 65536
+MAX_ENTRIES = CORRELATION_MAX_ENTRIES
 IGNORE_SAME_CALL = "same_call"
 _SAME_CALL = Ignored(IGNORE_SAME_CALL)  # shared: the outcome is frozen
-
 
 
 @dataclass(slots=True)
@@ -118,15 +121,25 @@ class SpanCorrelator:
     _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
     _next: int = 0
     _now: float = 0.0  # the clock when the request being resolved arrived
+    # entries forgotten because of max_entries while still inside the window (not the aged-out ones)
+    evicted_early: int = 0
 
     # --- memory -------------------------------------------------------------
     def _remember(self, kind: str, key: Any) -> None:
         self._order.append((self._now, kind, key))  # by the arrival of the request
 
     def _evict(self) -> None:
+        """Forget the entries past the window, then the oldest beyond the cap (counted: forgotten early)."""
         horizon = self._now - self.window_seconds
         order = self._order
-        while order and (order[0][0] < horizon or len(order) > self.max_entries):
+        aged = 0
+        for arrived, _, _ in order:  # by arrival: the aged ones are the oldest
+            if arrived >= horizon:
+                break
+            aged += 1
+        early = max(0, len(order) - aged - self.max_entries)
+        self.evicted_early += early
+        for _ in range(aged + early):
             _, kind, key = order.popleft()
             if kind == "parent":
                 self._parent.pop(key, None)
@@ -286,10 +299,17 @@ def _correlator(opts: MappingOptions) -> SpanCorrelator | None:
         fresh = SpanCorrelator(
             window_seconds=opts.correlation_window_seconds,
             end_tolerance_ns=int(opts.correlation_end_tolerance_seconds * 1e9),
+            max_entries=opts.correlation_max_entries,
         )
         found = opts._memory.setdefault("correlator", fresh)
     assert isinstance(found, SpanCorrelator)
     return found
+
+
+def evicted_early(opts: MappingOptions) -> int:
+    """Entries the options' memory forgot because of its cap before their window ended (0: none yet)."""
+    found = opts._memory.get("correlator")
+    return found.evicted_early if isinstance(found, SpanCorrelator) else 0
 
 
 def _usage_numbers(usage: Mapping[str, Any]) -> tuple[int, int, int, int]:
@@ -376,4 +396,4 @@ def correlate(
     return outcomes
 
 
-__all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "Member", "SpanCorrelator", "correlate"]
+__all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "MAX_ENTRIES", "Member", "SpanCorrelator", "correlate", "evicted_early"]

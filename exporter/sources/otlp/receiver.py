@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.sources.otlp.correlate import evicted_early
 from exporter.sources.otlp.mapping import BatchResult, MappingOptions
 from exporter.sources.otlp.server import REFUSAL_REASONS, TRACES_PATH, TraceServer
 
@@ -54,7 +55,7 @@ class ReceiverStats:
     connections_reaped: int = 0  # request not in within request_timeout (or stalled)
     # requests refused and connections cut by the limits, by REFUSAL_REASONS
     refused: Counter[str] = field(default_factory=Counter)
-    # live gauges (inflight_bytes, connections) read at snapshot time
+    # live values (inflight_bytes, connections, correlation_evicted) read at snapshot time
     gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -74,6 +75,7 @@ class ReceiverStats:
                 "refused": {reason: self.refused[reason] for reason in REFUSAL_REASONS},
                 "inflight_bytes": 0,
                 "connections": 0,
+                "correlation_evicted": 0,
             } | (self.gauges() if self.gauges is not None else {})
 
     def add(self, name: str, n: int = 1) -> None:
@@ -243,10 +245,12 @@ class OtlpReceiver:
                 log.exception("OTLP sink failed on a batch of %d records", len(item.records))
 
     def _gauges(self) -> dict[str, int]:
+        # the correlation memory outlives the server (a counter never goes back after stop())
+        live = {"correlation_evicted": evicted_early(self.options)}
         server = self._server
         if server is None:
-            return {}
-        return {"inflight_bytes": server.budget.used, "connections": server.connections}
+            return live
+        return live | {"inflight_bytes": server.budget.used, "connections": server.connections}
 
 
 __all__ = [

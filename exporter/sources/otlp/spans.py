@@ -14,6 +14,8 @@ from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 # (prompts, completions, tool arguments) is never even decoded into a string.
 _EXACT_KEYS = COMMON_KEYS | DIALECT_KEYS | GATEWAY_KEYS
 _MAX_DECISIONS = 4096
+# Entries the correlation memory holds at most (a 512-span request adds about 600).
+CORRELATION_MAX_ENTRIES = 65536
 
 
 @dataclass(slots=True)
@@ -39,6 +41,7 @@ class MappingOptions:
     correlate: bool = True  # one provider call reported by several spans counted once (mapping)
     correlation_window_seconds: float = 120.0
     correlation_end_tolerance_seconds: float = 1.0
+    correlation_max_entries: int = CORRELATION_MAX_ENTRIES
 
     # key -> wanted? Keys repeat across spans; bounded because clients choose them.
     _decisions: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
@@ -118,6 +121,7 @@ class BatchResult:
 
 
 __all__ = [
+    "CORRELATION_MAX_ENTRIES",
     "DEFAULT_OPTIONS",
     "BatchResult",
     "Ignored",
