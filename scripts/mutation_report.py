@@ -39,6 +39,12 @@ MODULES = (
     "exporter/prices/table.py",
     "exporter/engine/dedupe.py",
     "exporter/engine/records.py",
+    "exporter/prices/match.py",  # model-name match rules of a v2 table
+    "exporter/prices/memo.py",  # the memo behind PriceTable.lookup
+    "exporter/prices/tiers.py",  # prompt tiers, service tiers, time windows and the bill
+    "exporter/prices/rates.py",  # PricedModel, the rates every priced record is keyed by
+    "exporter/engine/plainpath.py",  # replay's per-record path for plain canonical lines
+    "exporter/engine/gateway.py",  # response-cache hits and routing savings
 )
 TARGET = 95.0
 
