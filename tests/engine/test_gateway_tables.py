@@ -36,10 +36,12 @@ def test_float_bill_is_the_spend_formula() -> None:
     assert exact_bill(counts, rates("alpha")) == expected
 
 
-def test_float_bill_refuses_a_cell_of_the_wrong_width() -> None:
+def test_bills_refuse_a_cell_of_the_wrong_width() -> None:
     # a truncated cell would bill its first tiers only: a wrong number, so it must raise instead
     with pytest.raises(ValueError):
         bill((1_000, 2_000, 300, 400), rates("alpha"))
+    with pytest.raises(ValueError):
+        exact_bill((1_000, 2_000, 300, 400), rates("alpha"))
 
 
 def test_routing_dollars_are_the_exact_ones_as_floats() -> None:
