@@ -165,8 +165,22 @@ def _equivalents() -> dict[str, dict[str, str]]:
     return json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
 
 
-def write_full(mutants: list[Mutant], command: str) -> int:
+def killed_set(mutants: list[Mutant], previous: dict[str, str]) -> dict[str, str]:
+    """The killed mutants with their digests; a mutant this run did not reach keeps its earlier entry.
+
+    A run limited by name, or stopped before the end, leaves mutants "not checked": their last verdict
+    (and its digest, so ``check`` still reports them stale once their function changes) stays in the set.
+    """
     killed = {m.name: m.digest for m in mutants if m.status in ("killed", "timeout") and not m.message_only}
+    for m in mutants:
+        if m.status == "not checked" and m.name in previous:
+            killed[m.name] = previous[m.name]
+    return killed
+
+
+def write_full(mutants: list[Mutant], command: str) -> int:
+    previous: dict[str, str] = json.loads(KILLED.read_text())["killed"] if KILLED.exists() else {}
+    killed = killed_set(mutants, previous)
     KILLED.parent.mkdir(parents=True, exist_ok=True)
     KILLED.write_text(json.dumps({"mutmut": "3.8.1", "killed": dict(sorted(killed.items()))}, indent=1) + "\n")
     equivalent = _equivalents()
@@ -174,6 +188,7 @@ def write_full(mutants: list[Mutant], command: str) -> int:
     for module in MODULES:
         mine = [m for m in mutants if m.module == module]
         counts = Counter(m.status for m in mine if not m.message_only)
+        not_run = counts.pop("not checked", 0)  # not reached by this run: out of the score
         aside = sum(m.message_only for m in mine)
         kept_equivalent = sum(1 for m in mine if m.status == "survived" and not m.message_only
                               and equivalent.get(m.name, {}).get("digest") == m.digest)
@@ -182,7 +197,7 @@ def write_full(mutants: list[Mutant], command: str) -> int:
         final = score(counts - Counter({"survived": kept_equivalent}))
         caught = counts["killed"] + counts["timeout"]
         rows.append(f"| `{module}` | {len(mine)} | {aside} | {kept_equivalent} | {caught} "
-                    f"| {counts['survived'] - kept_equivalent} | {counts['no tests']} | {counts['not checked']} "
+                    f"| {counts['survived'] - kept_equivalent} | {counts['no tests']} | {not_run} "
                     f"| **{final:.1f}%** | {raw:.1f}% |")
         if final < TARGET:
             below.append(module)
@@ -250,7 +265,7 @@ function must fail on it. A mutant that survives is either a wrong number the su
 through, or an *equivalent* mutant that changes no behaviour (each one is listed below with the
 reason).
 
-Configuration: `[tool.mutmut]` in `pyproject.toml` (the five modules below; each mutant runs
+Configuration: `[tool.mutmut]` in `pyproject.toml` (the modules below; each mutant runs
 only the tests of `tests/engine/` and `tests/prices/` that reach its function).
 
 ## Scores of the last full run
@@ -266,7 +281,9 @@ Produced by:
 {rows}
 
 The score is killed (timeouts included) over all mutants that are neither message-only nor
-equivalent; *raw* counts the equivalent ones as survivors. The target is at least
+equivalent; *raw* counts the equivalent ones as survivors. *Not run* counts the mutants the run
+did not reach (a run limited by name, or stopped before the end): they are left out of both
+scores, and keep their entry of the previous killed set (`tests/mutation/killed.json`). The target is at least
 {target:.0f}% per module, with no "no tests" mutant in code a record passes through.
 
 **Message-only rule.** A mutant is set aside when every change it makes lies inside the text
