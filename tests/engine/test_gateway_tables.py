@@ -7,6 +7,7 @@ of a restored checkpoint, and ``add`` on tables whose keys both parts hold.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from fractions import Fraction as F
 from typing import Any
@@ -15,9 +16,11 @@ import pytest
 
 from exporter.engine.aggregate import Aggregates
 from exporter.engine.gateway import ROUTE_WIDTH, bill, exact_bill, exact_routing, routing_dollars
-from exporter.prices.table import PricedModel, load_price_table
+from exporter.engine.pipeline import Pipeline
+from exporter.prices.table import PricedModel, load_price_table, parse_price_table
 from tests.engine.test_arithmetic import PRICES, anthropic
 from tests.engine.test_gateway_savings import OCT, run
+from tests.prices.test_prices_memo import TABLE
 
 OCT_TS = datetime.fromisoformat(OCT).timestamp()
 
@@ -115,3 +118,17 @@ def test_a_restored_checkpoint_holds_the_same_tables() -> None:
     for name in ("hits", "routed", "hits_unpriced", "routed_unpriced"):
         assert getattr(restored.gateway, name) == getattr(agg.gateway, name), name
     assert {key.tenant for key in restored.gateway.hits} == {"t1", "unset"}
+
+
+def test_a_hit_is_billed_at_its_prompt_tier_and_service_tier() -> None:
+    pipeline = Pipeline(parse_price_table(TABLE, "memo.yaml"))
+    pipeline.ingest_lines([json.dumps({"ts": "2025-06-15T12:00:00Z", **r}).encode() for r in (
+        # above 200,000 prompt tokens gem bills input 2.5 and output 15 on the whole request
+        {"request_id": "big", "model": "gem", "response_cache": "exact", "usage": anthropic(fresh=300_000, out=1_000)},
+        # batch: half the base rates (1.25 and 10.0)
+        {"request_id": "batch", "model": "gem", "response_cache": "exact", "service_tier": "batch",
+         "usage": anthropic(fresh=1_000, out=100)},
+    )])
+    totals = pipeline.aggregates.month_totals()["2025-06"]
+    expected = (F(300_000) * F("2.5") + F(1_000 * 15) + F(1_000) * F("0.625") + F(100 * 5)) / 10**6
+    assert totals["response_cache_avoided_usd"] == float(expected)
