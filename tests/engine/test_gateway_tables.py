@@ -132,3 +132,15 @@ def test_a_hit_is_billed_at_its_prompt_tier_and_service_tier() -> None:
     totals = pipeline.aggregates.month_totals()["2025-06"]
     expected = (F(300_000) * F("2.5") + F(1_000 * 15) + F(1_000) * F("0.625") + F(100 * 5)) / 10**6
     assert totals["response_cache_avoided_usd"] == float(expected)
+
+
+def test_a_routed_request_prices_the_requested_model_at_its_prompt_tier_and_service_tier() -> None:
+    pipeline = Pipeline(parse_price_table(TABLE, "memo.yaml"))
+    pipeline.ingest_lines([json.dumps(
+        {"ts": "2025-06-15T12:00:00Z", "request_id": "r", "model": "gpt", "requested_model": "gem",
+         "service_tier": "batch", "usage": anthropic(fresh=300_000, out=1_000)}).encode()])
+    totals = pipeline.aggregates.month_totals()["2025-06"]
+    # gem in batch above 200,000 prompt tokens: half of (2.5, 15.0); gpt in batch: half of (1.25, 10.0)
+    expected = (F(300_000) * (F("1.25") - F("0.625")) + F(1_000) * (F("7.5") - F(5))) / 10**6
+    assert totals["routing_savings_usd"] == float(expected)
+    assert totals["routing_extra_cost_usd"] == 0.0
