@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from exporter.engine.aggregate import Aggregates
+from exporter.engine.cells import UNPRICED
 from exporter.engine.gateway import ROUTE_WIDTH, bill, exact_bill, exact_routing, routing_dollars
 from exporter.engine.pipeline import Pipeline
 from exporter.prices.table import PricedModel, load_price_table, parse_price_table
@@ -144,3 +145,17 @@ def test_a_routed_request_prices_the_requested_model_at_its_prompt_tier_and_serv
     expected = (F(300_000) * (F("1.25") - F("0.625")) + F(1_000) * (F("7.5") - F(5))) / 10**6
     assert totals["routing_savings_usd"] == float(expected)
     assert totals["routing_extra_cost_usd"] == 0.0
+
+
+def test_hit_and_route_keys_name_the_tables_model_and_its_rates() -> None:
+    agg = run([
+        {"request_id": "a", "model": "alpha-2026-09", "response_cache": "exact", "usage": anthropic(fresh=10)},
+        {"request_id": "b", "model": "alpha", "response_cache": "exact"},  # no usage: unpriced, no rate id
+        # zeta is reached through its provider, for the requested model too
+        {"request_id": "c", "model": "gamma", "provider": "vendor", "requested_model": "zeta",
+         "usage": anthropic(fresh=1_000)},
+    ]).aggregates
+    hits = {(key.model, key.rate_id == UNPRICED) for key in agg.gateway.hits}
+    assert hits == {("alpha", False), ("alpha", True)}  # the alias is labelled by the table's name
+    (route,) = agg.gateway.routed
+    assert route.requested_rate_id != UNPRICED and agg.rate_book[route.requested_rate_id].model == "vendor/zeta"
