@@ -196,10 +196,12 @@ def write_full(mutants: list[Mutant], command: str) -> int:
         # the mutation score proper: equivalent mutants (no test can kill them) are set aside too
         final = score(counts - Counter({"survived": kept_equivalent}))
         caught = counts["killed"] + counts["timeout"]
+        ran = sum(counts.values()) > 0  # a module none of whose mutants ran has no score
+        scores = f"**{final:.1f}%** | {raw:.1f}%" if ran else "not run | not run"
         rows.append(f"| `{module}` | {len(mine)} | {aside} | {kept_equivalent} | {caught} "
                     f"| {counts['survived'] - kept_equivalent} | {counts['no tests']} | {not_run} "
-                    f"| **{final:.1f}%** | {raw:.1f}% |")
-        if final < TARGET:
+                    f"| {scores} |")
+        if ran and final < TARGET:
             below.append(module)
         for m in mine:
             if m.status not in ("killed", "timeout", "not checked") and not m.message_only:

@@ -130,3 +130,6 @@ def test_mutants_not_run_are_out_of_the_score(
     now += [mutant(f"m.x_g__mutmut_{n}", "m.py", "not checked", "g", False) for n in range(30)]
     assert report.write_full(now, "cmd") == 0
     assert "| `m.py` | 50 | 0 | 0 | 19 | 1 | 0 | 30 | **95.0%** | 95.0% |" in (tmp_path / "mutation.md").read_text()
+    # a module none of whose mutants ran has no score rather than 100%
+    assert report.write_full(now[-30:], "cmd") == 0
+    assert "| 30 | not run | not run |" in (tmp_path / "mutation.md").read_text()
