@@ -314,10 +314,11 @@ old verdict; run the full mode again to refresh the set:
 
 Measured on 2026-12-01 on the two-core machine (load about 1, `MUTATION_JOBS=2`): the default
 sample of 150 mutants takes 68 s from an empty `mutants/` (generation, test stats and the clean
-run included); on 2026-12-02, with the twelve modules and the killed set above, 259 s (load 2.2
-to 1.4, the fast test suite running beside it for the first three minutes): 95 killed again, 55
-stale, none no longer killed. With `tests/engine/test_dedupe.py` and `test_dedupe_pinned.py` moved away the
-same sample fails, naming the 6 dedupe mutants it holds that are no longer killed.
+run included). On 2026-12-02, with the twelve modules and 3,347 killed mutants (before the last
+98 ran): 259 s at load 2.2 to 1.4, the fast test suite running beside it for its first three
+minutes; 95 killed again, 55 stale, none no longer killed. On 2026-12-01, with
+`tests/engine/test_dedupe.py` and `test_dedupe_pinned.py` moved away, the same sample failed,
+naming the 6 dedupe mutants it held that were no longer killed.
 
 ```sh
 scripts/mutation.sh full      # all mutants; rewrites this page and tests/mutation/killed.json
