@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the arithmetic core with mutmut (docs/mutation.md; settings in pyproject.toml).
-#   scripts/mutation.sh full     # every mutant of the five modules; writes docs/mutation.md and
-#                                # tests/mutation/killed.json (about 40 min on two shared cores)
+#   scripts/mutation.sh full     # every mutant of the modules of [tool.mutmut]; writes docs/mutation.md and
+#                                # tests/mutation/killed.json (hours on two shared cores since the v2 modules)
 #   scripts/mutation.sh sample   # CI: a fixed-seed sample of the mutants the last full run killed;
 #                                # fails when one of them survives (about 1.5 min on an idle 2-core machine)
 # MUTATION_SEED (default 20), MUTATION_SAMPLE (default 150) and MUTATION_JOBS (default: all cores)

@@ -104,3 +104,32 @@ def test_check_fails_on_a_killed_mutant_that_survives_and_skips_stale_ones(
     assert report.check(["m.a", "m.b"], now) == 0  # m.b's function changed: stale, not a failure
     assert report.check(["m.a", "m.c"], now) == 1
     assert report.check(["m.gone"], now) == 0
+
+
+def test_a_mutant_the_run_did_not_reach_keeps_its_earlier_verdict(report: ModuleType) -> None:
+    mutant = report.Mutant
+    now = [mutant("m.a", "m.py", "killed", "new", False), mutant("m.b", "m.py", "not checked", "2", False),
+           mutant("m.c", "m.py", "survived", "3", False), mutant("m.d", "m.py", "not checked", "4", False),
+           mutant("m.e", "m.py", "killed", "5", True)]
+    previous = {"m.a": "old", "m.b": "2", "m.c": "3", "m.gone": "9"}
+    # m.a: this run's digest; m.b: not reached, kept; m.c: survives now, dropped; m.d: never killed;
+    # m.e: message-only; m.gone: no longer a mutant
+    assert report.killed_set(now, previous) == {"m.a": "new", "m.b": "2"}
+
+
+def test_mutants_not_run_are_out_of_the_score(
+    report: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report, "MODULES", ("m.py",))
+    for name, path in (("KILLED", "killed.json"), ("EQUIVALENT", "equivalent.json"), ("DOC", "mutation.md")):
+        monkeypatch.setattr(report, name, tmp_path / path)
+    monkeypatch.setattr(report, "ROOT", tmp_path)
+    mutant = report.Mutant
+    now = [mutant(f"m.x_f__mutmut_{n}", "m.py", "killed", str(n), False) for n in range(19)]
+    now += [mutant("m.x_f__mutmut_19", "m.py", "survived", "19", False)]
+    now += [mutant(f"m.x_g__mutmut_{n}", "m.py", "not checked", "g", False) for n in range(30)]
+    assert report.write_full(now, "cmd") == 0
+    assert "| `m.py` | 50 | 0 | 0 | 19 | 1 | 0 | 30 | **95.0%** | 95.0% |" in (tmp_path / "mutation.md").read_text()
+    # a module none of whose mutants ran has no score rather than 100%
+    assert report.write_full(now[-30:], "cmd") == 0
+    assert "| 30 | not run | not run |" in (tmp_path / "mutation.md").read_text()
