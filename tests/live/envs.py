@@ -12,7 +12,8 @@ import sys
 from dataclasses import dataclass
 
 OTEL_SDK = ("opentelemetry-sdk==1.45.2", "opentelemetry-exporter-otlp-proto-http==1.45.2")
-# openai 3.x moved to httpx2; opentelemetry-instrumentation-openai-v2 2.4b0 still imports httpx
+# openai 3.x moved to httpx2; opentelemetry-instrumentation-openai-v2 2.4b0 still imports httpx. Pinned in the
+# litellm env too: it reports httpx, and an unpinned one took 0.29.0 on its release (the fixtures say 0.28.1)
 HTTPX = "httpx==0.28.1"
 OPENAI = "openai==3.57.0"
 ANTHROPIC = "anthropic==2.14.0"
@@ -102,7 +103,7 @@ ENVS: dict[str, Env] = {
             "litellm",
             # litellm 1.110.2's SDK response-cache hit path imports its proxy code (fastapi, orjson)
             # and its audio helpers (soundfile): without them a cache hit raises ModuleNotFoundError
-            ("litellm==1.110.2", "fastapi==0.165.0", "orjson==3.13.0", "soundfile==0.14.0", *OTEL_SDK),
+            ("litellm==1.110.2", "fastapi==0.165.0", "orjson==3.13.0", "soundfile==0.14.0", HTTPX, *OTEL_SDK),
             ("litellm_otel", "litellm_otel_latest", "litellm_payload"),
             ("openai", "httpx"),
         ),

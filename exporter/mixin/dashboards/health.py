@@ -135,13 +135,20 @@ def build(cfg: Values) -> dict[str, Any]:
               "Replicas per exporter and Python version.",
               [Target('count by (version, python_version) (llm_savings_build_info{%(instances)s})',
                       "{{version}} (Python {{python_version}})")],
-              w=16, h=5, unit="short"),
+              w=8, h=5, unit="short"),
         Panel("stat", "Ids evicted by the dedupe cap (1h)",
               "Request ids forgotten before the end of the window because dedupe_max_ids was reached: "
               "duplicates older than the remaining ids would be counted again. Raise dedupe_max_ids "
               "(about 20 bytes each) if this is not zero.",
               [Target('sum(increase(llm_savings_dedupe_evicted_ids_total{%(instances)s}[1h]))')],
               w=8, h=5, unit_of="llm_savings_dedupe_evicted_ids_total"),
+        Panel("stat", "OTLP correlation entries forgotten early (1h)",
+              "Entries of the OTLP receiver's memory of recent spans forgotten inside their 120 s because "
+              "otlp.correlation_max_entries was reached: a later span of a call another instrumentation "
+              "already reported may then be counted as a call of its own. Raise the setting (about 560 "
+              "bytes an entry) if this is not zero.",
+              [Target('sum(increase(llm_savings_otlp_correlation_evicted_total{%(instances)s}[1h]))')],
+              w=8, h=5, unit_of="llm_savings_otlp_correlation_evicted_total"),
     ]
     return dashboard(
         cfg, cfg["healthDashboardUid"], "LLM savings / Exporter health",
