@@ -155,10 +155,9 @@ def measure(n: int = 5000) -> dict[str, Any]:
             cells: dict[PricedModel, list[int]] = {}
             for provider, model, fresh, read, write, output, ts, tier in given:
                 version = slots.get(ts // SLOT_SECONDS)
-                if version is None:  # a slot opens (Pipeline._slot): its version, kept unless one starts inside
-                    version = bisect_right(starts, ts)
-                    start = ts // SLOT_SECONDS * SLOT_SECONDS
-                    if bisect_right(starts, start) == bisect_left(starts, start + SLOT_SECONDS):
+                if version is None:  # a slot opens (Pipeline._slot, a call there too): its version, kept unless
+                    version, kept = slot_version(ts)  # a version starts inside
+                    if kept:
                         slots[ts // SLOT_SECONDS] = version
                 key = (version, model, provider, tier)
                 cell = routes.get(key)
@@ -205,9 +204,8 @@ def measure(n: int = 5000) -> dict[str, Any]:
             for provider, model, fresh, read, write, output, ts, tier in given:
                 version = slots.get(ts // SLOT_SECONDS)
                 if version is None:
-                    version = bisect_right(starts, ts)
-                    start = ts // SLOT_SECONDS * SLOT_SECONDS
-                    if bisect_right(starts, start) == bisect_left(starts, start + SLOT_SECONDS):
+                    version, kept = slot_version(ts)
+                    if kept:
                         slots[ts // SLOT_SECONDS] = version
                 key = (version, model, provider, tier)
                 cell = routes.get(key)
