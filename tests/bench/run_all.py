@@ -296,18 +296,21 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   which the benchmark leaves on (about a third of the cold render at 100k series); the sidecar
   renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
   figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
-- **OTLP over loopback (targets 60,000 spans/s protobuf, 30,000 OTLP/JSON).** The receiver is run
-  as the sidecar runs it: the start-up state frozen out of the collector's reach (`gc.freeze`, as
+- **OTLP over loopback (targets 60,000 spans/s protobuf, 30,000 OTLP/JSON).** The receiver is run as
+  the sidecar runs it: the start-up state frozen out of the collector's reach (`gc.freeze`, as
   `Sidecar.start` does), four client processes posting batches of 512 over keep-alive connections.
-  OTLP/JSON meets its target; protobuf does not. What a protobuf span costs the receiver, as the
-  breakdown row's notes give it: decode + map 13-15 us (of which only reading ids, times and the
-  wanted attribute values off the parsed messages, the floor read, is about 5 us: that floor alone
-  is 13x the bare decode, so the 10x mapping bound is out of reach through the protobuf message
-  API), HTTP, queue and dispatch about 2 us, and 4-6 us more that no part of the in-process figures
-  accounts for (the collector's share over loopback, four connections worked on at once: from one
-  client at a time a span costs 17-18 us). Tried and measured, not kept: evicting the correlation
-  memory per request (0.5% fewer instructions), one lock around decode + map, a larger first
-  generation for the collector (about 0.7 us per span in process, but a process-wide change).
+  Neither target holds from run to run: over two full runs on a quiet machine, an hour apart, with
+  the same receiver, OTLP/JSON read 39,640 and 18,313 spans/s and protobuf 45,852 and 37,074 (decode
+  + map in process 13.5 and 17.6 us per protobuf span: the machine itself was slower in the second).
+  What a protobuf span costs the receiver, as the breakdown row's notes give it: decode + map 13-18
+  us (of which only reading ids, times and the wanted attribute values off the parsed messages, the
+  floor read, is about 5 us: that floor alone is 13x the bare decode, so the 10x mapping bound is
+  out of reach through the protobuf message API), HTTP, queue and dispatch 2-3 us, and 4-7 us
+  more that no part of the in-process figures accounts for (the collector's share over loopback,
+  four connections worked on at once: from one client at a time a span costs 17-24 us). Tried and
+  measured, not kept: evicting the correlation memory per request (0.5% fewer instructions), one
+  lock around decode + map, a larger first generation for the collector (about 0.7 us per span in
+  process, but a process-wide change).
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
   its own: it adds a record's token counts into the cell of its rates and works dollars out once per
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
@@ -318,14 +321,14 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   (the tier's first record, a time-windowed model, a saving that may cross a threshold)
   `PriceTable.lookup` by prompt size and time and the cell of (route, rates); then the additions.
   What bounds that row is its floor, printed next to it: the same slots, routes and additions with
-  no lookup and no dollars, what the pipeline does per record whatever prices it. In the run
-  above (a quiet machine) the floor was 96x calc_price over the month's 5,000 sparse requests (one
-  every nine minutes, so half of them open a slot) and 155x with the slots already open, as a real
-  gateway's many requests per quarter hour find them; the row itself read 69x, and 105x with the
-  slots open (71-82x and 99-112x over repeated runs at load 4): at the target where traffic is
-  dense, out of reach by its floor where it is sparse. Pricing on top of the floor (the tiered
-  records' lookups and cells, `cell_dollars` for 52 cells) adds about 0.28 us per request (about
-  240x on its own).
+  no lookup and no dollars, what the pipeline does per record whatever prices it. Over two
+  full runs on a quiet machine the floor was 93-96x calc_price over the month's 5,000 sparse
+  requests (one every nine minutes, so half of them open a slot) and 151-155x with the slots
+  already open, as a real gateway's many requests per quarter hour find them; the row itself read
+  69-75x, and 96-105x with the slots open (71-82x and 99-112x over repeated runs at load 4): about
+  the target where traffic is dense, out of reach by its floor where it is sparse. Pricing on top
+  of the floor (the tiered records' lookups and cells, `cell_dollars` for 52 cells) adds about
+  0.2-0.3 us per request (240-380x on its own).
   `PriceTable.lookup` tests the window of the last version it used before bisecting and reads a
   plan of prompt tiers only inline (0.32 us per tiered lookup where it took 0.41), and
   `Pipeline._tiered` remembers a prompt-tier route per route key (the lookup and the rates' hash
