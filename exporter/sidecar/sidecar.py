@@ -31,7 +31,7 @@ from exporter.engine.aggregate import Aggregates
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
-from exporter.exposition.collector import ProcessFamilies, cold_render_gc, freeze_long_lived
+from exporter.exposition.collector import ProcessFamilies, cold_render_gc, freeze_long_lived, set_young_threshold
 from exporter.exposition.render import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
@@ -76,6 +76,7 @@ class Sidecar:
         self.ready = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._young_threshold_before = 0  # the collector's young threshold before start() set it
         self.prices = load_price_table(config.prices)  # refuse to start on a bad table
         self.reloader = PriceReloader(config.prices, config.price_settle_seconds, self.health, monotonic(),
                                       monotonic=monotonic)
@@ -271,6 +272,8 @@ class Sidecar:
             check_health_samples(self.health_samples())
         if self.process is not None:
             self.process.check()
+        # short-lived per-request objects freed before a collection sees them; restored by close()
+        self._young_threshold_before = set_young_threshold(self.config.gc_young_threshold)
         freeze_long_lived()  # the restored state, before any thread: full collections never rescan it
         self.server.start()
         if self.receiver is not None:
@@ -317,6 +320,9 @@ class Sidecar:
         for runner in self.sources:
             runner.tailer.close()
         self.server.stop()
+        if self._young_threshold_before:
+            set_young_threshold(self._young_threshold_before)
+            self._young_threshold_before = 0
         self.lock.release()
 
     def request_price_reload(self) -> None:

@@ -86,6 +86,9 @@ def test_a_bad_environment_value_is_refused_naming_the_variable(variable: str, v
      "entries, got 0"),
     ("otlp:\n  correlation_max_entries: 4194305\n", "f.yaml:2: otlp.correlation_max_entries: expected 1 to "
      "4194304 entries, got 4194305"),
+    ("gc_young_threshold: 1000001\n", "f.yaml:1: gc_young_threshold: expected 0 to 1000000 allocations, "
+     "got 1000001"),
+    ("gc_young_threshold: -1\n", "f.yaml:1: gc_young_threshold: expected a non-negative integer"),
     ("schema: llm-savings-config/v2\n", "f.yaml:1: schema: expected 'llm-savings-config/v1'"),
     ("checkpoint_interval_seconds: 0\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive finite number"),
     # a float setting given an int too large for a float, or infinity: refused, never OverflowError or "forever"

@@ -1,0 +1,69 @@
+"""gc_young_threshold: the sidecar sets the collector's young threshold while it runs and puts it back.
+
+The setting is process-wide, so it must reach ``gc`` exactly as configured, leave the
+older generations' thresholds alone, and be undone by ``close`` (a test process or an
+embedding program runs on with its own collector settings).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from exporter.exposition.collector import set_young_threshold
+from exporter.sidecar.config import Config
+from exporter.sidecar.sidecar import Sidecar
+from tests.support.sidecar import WALL, make_config
+
+
+@pytest.fixture
+def python_thresholds() -> Iterator[tuple[int, int, int]]:
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield gc.get_threshold()
+    gc.set_threshold(*before)
+
+
+def _sidecar(tmp_path: Path, **settings: object) -> Sidecar:
+    (tmp_path / "logs").mkdir(parents=True, exist_ok=True)
+    return Sidecar(make_config(tmp_path, **settings), wall_clock=lambda: WALL)
+
+
+def test_set_young_threshold_keeps_the_older_generations(python_thresholds: tuple[int, int, int]) -> None:
+    assert set_young_threshold(25_000) == 700
+    assert gc.get_threshold() == (25_000, 10, 10)
+    assert set_young_threshold(0) == 25_000  # 0: left as it is
+    assert gc.get_threshold() == (25_000, 10, 10)
+
+
+def test_the_sidecar_sets_the_default_while_running_and_restores_it(
+    tmp_path: Path, python_thresholds: tuple[int, int, int]
+) -> None:
+    sidecar = _sidecar(tmp_path)
+    assert gc.get_threshold() == (700, 10, 10)  # constructing it changes nothing
+    sidecar.start()
+    try:
+        assert gc.get_threshold() == (Config().gc_young_threshold, 10, 10)
+        assert Config().gc_young_threshold > 700
+    finally:
+        sidecar.stop()
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_configured_threshold_and_zero(tmp_path: Path, python_thresholds: tuple[int, int, int]) -> None:
+    sidecar = _sidecar(tmp_path / "a", gc_young_threshold=3000)
+    sidecar.start()
+    try:
+        assert gc.get_threshold()[0] == 3000
+    finally:
+        sidecar.stop()
+    assert gc.get_threshold()[0] == 700
+    sidecar = _sidecar(tmp_path / "b", gc_young_threshold=0)
+    sidecar.start()
+    try:
+        assert gc.get_threshold()[0] == 700
+    finally:
+        sidecar.stop()
