@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -238,9 +238,7 @@ _SECTION_TYPES: dict[str, type] = {"labels": LabelConfig, "otlp": OtlpConfig, "o
 
 def _convert(doc: Located | None, path: tuple[str | int, ...], value: Any, kind: Any, origin: str) -> Any:
     def fail(message: str) -> ConfigError:
-        if doc is not None:
-            return ConfigError(str(doc.error(path, message)))
-        return ConfigError(f"{origin}: {'.'.join(map(str, path))}: {message}")
+        return _refused(doc, path, message, origin)
 
     text = str(kind)
     if kind is bool or text == "bool":
@@ -290,28 +288,31 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"a value of {len(str(value))} characters"
 
 
+def _refused(doc: Located | None, path: tuple[str | int, ...], message: str, origin: str) -> ConfigError:
+    """The error naming the file, line and key when the YAML is at hand, else the origin and the key."""
+    if doc is not None:
+        return ConfigError(str(doc.error(path, message)))
+    return ConfigError(f"{origin}: {'.'.join(map(str, path))}: {message}" if path else f"{origin}: {message}")
+
+
 def _build(cls: type, raw: Any, doc: Located | None, path: tuple[str | int, ...], origin: str) -> Any:
     if not isinstance(raw, dict):
-        message = f"expected a mapping, got {type(raw).__name__}"
-        raise ConfigError(str(doc.error(path, message)) if doc else f"{origin}: {message}")
+        raise _refused(doc, path, f"expected a mapping, got {type(raw).__name__}", origin)
     known = {f.name: f for f in fields(cls) if f.name != "origin"}
     values: dict[str, Any] = {}
     for key, value in raw.items():
         kpath = (*path, key)
         if key == "schema" and not path:
             if value != SCHEMA:
-                message = f"expected {SCHEMA!r}, got {value!r}"
-                raise ConfigError(str(doc.error(kpath, message)) if doc else f"{origin}: schema: {message}")
+                raise _refused(doc, kpath, f"expected {SCHEMA!r}, got {value!r}", origin)
             continue
         if key not in known:
-            message = f"unknown setting {key!r} (known: {', '.join(sorted(known))})"
-            raise ConfigError(str(doc.error(kpath, message)) if doc else f"{origin}: {message}")
+            raise _refused(doc, kpath, f"unknown setting {key!r} (known: {', '.join(sorted(known))})", origin)
         if key in _SECTION_TYPES and cls is Config:
             values[key] = _build(_SECTION_TYPES[key], value or {}, doc, kpath, origin)
         elif key == "sources" and cls is Config:
             if not isinstance(value, list):
-                message = "expected a list of sources"
-                raise ConfigError(str(doc.error(kpath, message)) if doc else f"{origin}: sources: {message}")
+                raise _refused(doc, kpath, "expected a list of sources", origin)
             values[key] = tuple(_build(SourceConfig, item, doc, (*kpath, i), origin) for i, item in enumerate(value))
         else:
             values[key] = _convert(doc, kpath, value, known[key].type, origin)
@@ -322,7 +323,7 @@ def _build(cls: type, raw: Any, doc: Located | None, path: tuple[str | int, ...]
 
 def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: str) -> None:
     def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(str(doc.error((*path, key), message)) if doc else f"{origin}: {key}: {message}")
+        return _refused(doc, (*path, key), message, origin)
 
     if isinstance(obj, SourceConfig):
         if obj.type not in ("jsonl", "otlp_file"):
@@ -366,19 +367,11 @@ def _check(obj: Any, doc: Located | None, path: tuple[str | int, ...], origin: s
 
 def config_from_dict(raw: dict[str, Any], origin: str = "<dict>") -> Config:
     config: Config = _build(Config, raw, None, (), origin)
-    return _with_origin(config, origin)
-
-
-def _with_origin(config: Config, origin: str) -> Config:
-    from dataclasses import replace
-
     return replace(config, origin=origin)
 
 
 def apply_env(config: Config, environ: dict[str, str] | None = None) -> Config:
     """Apply ``ENV_OVERRIDES``; a bad value is refused naming the variable."""
-    from dataclasses import replace
-
     env = os.environ if environ is None else environ
     for variable, (dotted, kind) in ENV_OVERRIDES.items():
         if variable not in env:
@@ -404,4 +397,4 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Conf
     except YamlError as exc:
         raise ConfigError(str(exc)) from None
     config: Config = _build(Config, doc.data or {}, doc, (), str(file))
-    return apply_env(_with_origin(config, str(file)), environ)
+    return apply_env(replace(config, origin=str(file)), environ)
