@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from exporter.sources.otlp.attributes import REJECT_OTLP
-from exporter.sources.otlp.mapping import MappingOptions, UndecodableRequest, map_json_object
+from exporter.sources.otlp.mapping import MappingOptions, UndecodableRequest, map_json_object, map_json_typed
 
 _BOM = b"\xef\xbb\xbf"
 _OTHER_SIGNALS = ("resourceMetrics", "resource_metrics", "resourceLogs", "resource_logs")
@@ -35,6 +35,9 @@ def records_from_otlp_json_line(
         line = line[3:]
     if not line.strip():
         return [], []
+    fast = map_json_typed(line, options)  # a spans line as the Collector writes it
+    if fast is not None:
+        return fast[0].records, [reason for reason, _ in fast[0].rejections]
     try:
         doc = orjson.loads(line)
     except orjson.JSONDecodeError:

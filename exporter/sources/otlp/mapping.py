@@ -86,6 +86,7 @@ from exporter.sources.otlp.decode import (
 )
 from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
 from exporter.sources.otlp.gateway import gateway_keys
+from exporter.sources.otlp.json_typed import typed_spans
 from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
@@ -289,12 +290,17 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
     ``UndecodableRequest``; a malformed span inside it is rejected alone.
     """
     opts = options or DEFAULT_OPTIONS
+    return _map_views(spans_from_json(doc, opts), opts)
+
+
+def _map_views(views: Iterable[SpanView | Rejected], opts: MappingOptions) -> tuple[BatchResult, int]:
+    """``map_spans`` over a JSON request's views, some of them rejected already; with the count of spans."""
     result = BatchResult()
     total = 0
     pairs: list[tuple[SpanView, SpanOutcome]] = []
     owns: list[bool] = []
     plans, tenant_keys = _plans(opts), opts.tenant_attributes
-    for view in spans_from_json(doc, opts):
+    for view in views:
         total += 1
         if isinstance(view, Rejected):
             result.add(view)
@@ -308,8 +314,20 @@ def map_json_object(doc: Any, options: MappingOptions | None = None) -> tuple[Ba
 
 
 def map_json(body: bytes, options: MappingOptions | None = None) -> tuple[BatchResult, int]:
-    """OTLP/JSON body -> (result, number of spans). Raises ``UndecodableRequest``."""
-    return map_json_object(load_json(body), options)
+    """OTLP/JSON body -> (result, number of spans). Raises ``UndecodableRequest``.
+
+    The typed decode (``json_typed``) reads the common body; any other goes through ``load_json``.
+    """
+    opts = options or DEFAULT_OPTIONS
+    fast = map_json_typed(body, opts)
+    return fast if fast is not None else map_json_object(load_json(body), opts)
+
+
+def map_json_typed(body: bytes, options: MappingOptions | None = None) -> tuple[BatchResult, int] | None:
+    """``map_json`` by the typed decode alone; None when the body is for the general decoder."""
+    opts = options or DEFAULT_OPTIONS
+    views = typed_spans(body, opts)
+    return None if views is None else _map_views(views, opts)
 
 
 __all__ = [
@@ -324,6 +342,7 @@ __all__ = [
     "UndecodableRequest",
     "map_json",
     "map_json_object",
+    "map_json_typed",
     "map_protobuf",
     "map_span",
     "map_spans",
