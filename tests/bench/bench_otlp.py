@@ -22,21 +22,26 @@ attributes a dialect reads, nothing mapped: the least any Python mapping
 needs off the parsed messages; the *walk* reads every value too), and the
 receiver's floor over loopback: the same server and clients with the
 handler's decode + map replaced by the floor read, what this HTTP server, the
-protobuf runtime (or orjson) and Python can do at all. ``--json`` prints the
-figures as one JSON line last (``tests/bench/run_all.py``'s ``otlp`` section);
-``--quick`` posts a quarter of the batches.
+protobuf runtime (or the typed OTLP/JSON decode the receiver uses,
+``exporter.sources.otlp.json_typed``) and Python can do at all. The two
+headline rows (protobuf and OTLP/JSON over loopback) are the median of
+``HEADLINE_RUNS`` runs taken in turn, so a minute of a slower machine moves
+one run, not the figure. ``--json`` prints the figures as one JSON line last
+(``tests/bench/run_all.py``'s ``otlp`` section); ``--quick`` posts a quarter
+of the batches.
 
-The collector, as in the sidecar: ``Sidecar.start`` freezes what is alive
-before its receiver starts (``freeze_long_lived``), so full collections do not
-rescan the start-up state; every run here does the same (the in-process cases
-too) and unfreezes after. Each row prints the CPU the collector took (a
-``gc.callbacks`` clock), and one more loopback run with nothing frozen shows
-what the freeze saves. The receiver's CPU per span over loopback is then
-broken down: decode + map as the receiver in process, the HTTP server, queue
-and dispatcher (the floor run's CPU less the in-process floor read), and the
-rest, not apportioned (the collector beyond what it takes in process; four
-connections worked on at once, which the same runs from one client at a time
-show apart).
+The collector, as in the sidecar: ``Sidecar.start`` sets the young threshold
+(``gc_young_threshold``, 50,000 by default) and freezes what is alive before
+its receiver starts (``freeze_long_lived``), so full collections do not rescan
+the start-up state; every run here does the same (the in-process cases too)
+and restores both after. Each row prints the CPU the collector took (a
+``gc.callbacks`` clock); one more loopback run with nothing frozen shows what
+the freeze saves, and one at CPython's threshold (700) what the threshold
+does. The receiver's CPU per span over loopback is then broken down: decode +
+map as the receiver in process, the HTTP server, queue and dispatcher (the
+floor run's CPU less the in-process floor read), and the rest, not apportioned
+(the collector beyond what it takes in process; four connections worked on at
+once, which the same runs from one client at a time show apart).
 """
 
 from __future__ import annotations
@@ -64,10 +69,12 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 
 from exporter.engine.pipeline import Pipeline  # noqa: E402
-from exporter.exposition.collector import freeze_long_lived  # noqa: E402
+from exporter.exposition.collector import freeze_long_lived, set_young_threshold  # noqa: E402
 from exporter.prices.table import load_price_table  # noqa: E402
+from exporter.sidecar.config import Config  # noqa: E402
 from exporter.sources.otlp import server as otlp_server  # noqa: E402
 from exporter.sources.otlp.http import OtlpReceiver  # noqa: E402
+from exporter.sources.otlp.json_typed import _REQUEST, _VALUE  # noqa: E402
 from exporter.sources.otlp.mapping import map_json, map_protobuf  # noqa: E402
 from exporter.sources.otlp.spans import DEFAULT_OPTIONS, BatchResult, MappingOptions  # noqa: E402
 from tests.bench.benchlib import Row, verdict  # noqa: E402
@@ -78,6 +85,9 @@ BATCHES_PER_CLIENT = 40
 CLIENTS = 4
 TARGET = 20_000
 PROTOBUF_TARGET, JSON_TARGET, MAPPING_BOUND = 60_000, 30_000, 10.0  # spans/s, spans/s, x the bare decode
+SIDECAR_YOUNG = Config().gc_young_threshold  # the collector's young threshold the sidecar sets (gc_young_threshold)
+PYTHON_YOUNG = 700  # CPython's own
+HEADLINE_RUNS = 3  # the headline loopback rows: the median of this many runs, taken in turn
 
 
 def build_batch(seed: int) -> tuple[bytes, int]:
@@ -158,7 +168,7 @@ class GcClock:
 def over_loopback(
     label: str, bodies: list[bytes], calls: int, headers: dict[str, str], sink: Any = None,
     floor: Callable[..., tuple[BatchResult, int]] | None = None, freeze: bool = True,
-    figures: dict[str, float] | None = None, clients: int = CLIENTS,
+    figures: dict[str, float] | None = None, clients: int = CLIENTS, young: int = SIDECAR_YOUNG,
 ) -> float:
     """Spans/s through the receiver; ``floor``, when given, stands in for its decode + map
     (``calls`` is then the number of reads per batch the sink waits for).
@@ -168,14 +178,15 @@ def over_loopback(
     there the restored state too) is frozen, so full collections do not rescan it; unfrozen after.
     ``figures``, when given, gets the receiver's CPU and the collector's share of it, in us per span
     (``cpu_us``, ``gc_us``, ``gc0_us``..``gc2_us``). ``clients``: how many client processes post the
-    bodies at once, each over its own connection."""
+    bodies at once, each over its own connection. ``young``: the collector's young threshold during
+    the run, by default the one the sidecar sets (``gc_young_threshold``)."""
     if floor is not None:
         name = "map_json" if headers["Content-Type"] == "application/json" else "map_protobuf"
         real = getattr(otlp_server, name)
         setattr(otlp_server, name, floor)
         try:
             return over_loopback(label, bodies, calls, headers, sink, freeze=freeze, figures=figures,
-                                 clients=clients)
+                                 clients=clients, young=young)
         finally:
             setattr(otlp_server, name, real)
     received = [0]
@@ -195,6 +206,7 @@ def over_loopback(
     total_calls = calls * clients * per_client
     total_spans = BATCH * clients * per_client
     ctx = multiprocessing.get_context("fork")
+    before = set_young_threshold(young)
     if freeze:
         freeze_long_lived()
     try:
@@ -221,6 +233,7 @@ def over_loopback(
     finally:
         if freeze:
             gc.unfreeze()
+        set_young_threshold(before)
     rate = total_spans / elapsed
     gc_us = [1e6 * seconds / total_spans for seconds in clock.seconds]
     print(
@@ -239,10 +252,11 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
     """Spans per CPU-second of each case, best of ``rounds`` runs taken in turn (so the ratios
     between cases see the same load; CPU time, so load from other processes counts little).
 
-    What is alive before is frozen, as in the sidecar (``over_loopback``); the collector's CPU in
-    the best run of each case is printed beside it."""
+    What is alive before is frozen and the young threshold is the sidecar's, as in the sidecar
+    (``over_loopback``); the collector's CPU in the best run of each case is printed beside it."""
     best = dict.fromkeys(cases, 0.0)
     gc_share = dict.fromkeys(cases, 0.0)
+    before = set_young_threshold(SIDECAR_YOUNG)
     freeze_long_lived()
     try:
         for _ in range(rounds):
@@ -257,6 +271,7 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
                     gc_share[label] = 1e6 * sum(clock.seconds) / (BATCH * repeat)
     finally:
         gc.unfreeze()
+        set_young_threshold(before)
     for label, rate in best.items():
         print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span, "
               f"of which GC {gc_share[label]:.2f} us)")
@@ -311,20 +326,19 @@ def floor_read(body: bytes, keep: Container[str]) -> int:
 
 
 def floor_read_json(body: bytes, keep: Container[str]) -> int:
-    """``floor_read`` for OTLP/JSON: ``orjson.loads``, then the same reads off the dicts (each kept
-    value as its ``AnyValue`` object, not converted)."""
-    doc = orjson.loads(body)
+    """``floor_read`` for OTLP/JSON as the receiver decodes it (``json_typed``): the typed decode,
+    then the same reads off the structs, each kept value decoded from its raw JSON."""
+    request = _REQUEST.decode(body)
     count = 0
-    for resource_spans in doc["resourceSpans"]:
-        for scope_spans in resource_spans["scopeSpans"]:
-            read = [scope_spans.get("scope", {}).get("name", "")]
-            for span in scope_spans["spans"]:
-                get = span.get
-                read = [get("traceId"), get("spanId"), get("parentSpanId"), get("startTimeUnixNano"),
-                        get("endTimeUnixNano")]
-                for kv in span["attributes"]:
-                    if kv["key"] in keep:
-                        read.append(kv["value"])
+    for resource_spans in request.resourceSpans or ():
+        for scope_spans in resource_spans.scopeSpans or ():
+            read: list[Any] = [scope_spans.scope.name if scope_spans.scope else ""]
+            for span in scope_spans.spans or ():
+                read = [span.traceId, span.spanId, span.parentSpanId, span.startTimeUnixNano,
+                        span.endTimeUnixNano]
+                for kv in span.attributes or ():
+                    if kv.key in keep:
+                        read.append(_VALUE.decode(kv.value))
                 count += 1
             del read
     return count
@@ -373,7 +387,7 @@ def measure(quick: bool = False) -> dict[str, float]:
         "floor: ids, times, keys, values read": (lambda body: floor_read(body, keep), bodies[0]),
         "decode + map, protobuf, one request": (map_protobuf, bodies[0]),
         "decode + map, protobuf, as the receiver": (as_the_receiver(map_protobuf, fresh), bodies[0]),
-        "JSON floor: orjson + the same reads": (lambda body: floor_read_json(body, keep), json_bodies[0]),
+        "JSON floor: typed decode + the same reads": (lambda body: floor_read_json(body, keep), json_bodies[0]),
         "decode + map, OTLP/JSON, as the receiver": (as_the_receiver(map_json, fresh_json), json_bodies[0]),
     })
     bare, walked, floor, one, mapped, floor_json, mapped_json = rates.values()
@@ -384,7 +398,21 @@ def measure(quick: bool = False) -> dict[str, float]:
     unfrozen_cpu: dict[str, float] = {}
     js_cpu: dict[str, float] = {}
     js_floor_cpu: dict[str, float] = {}
-    pb = over_loopback("loopback, protobuf", bodies, calls, pb_header, figures=pb_cpu)
+    headline: dict[str, list[tuple[float, dict[str, float]]]] = {"protobuf": [], "json": []}
+    for run in range(1, HEADLINE_RUNS + 1):  # in turn, so both see the same swings of the machine
+        for kind, batches, header in (("protobuf", bodies, pb_header), ("json", json_bodies, json_header)):
+            figures: dict[str, float] = {}
+            label = f"loopback, {'protobuf' if kind == 'protobuf' else 'OTLP/JSON'}, run {run}"
+            headline[kind].append((over_loopback(label, batches, calls, header, figures=figures), figures))
+    (pb, pb_fig), (js, js_fig) = (sorted(runs, key=lambda r: r[0])[len(runs) // 2] for runs in headline.values())
+    pb_cpu.update(pb_fig)
+    js_cpu.update(js_fig)
+    shown = {kind: ", ".join(f"{rate:,.0f}" for rate, _ in runs) for kind, runs in headline.items()}
+    print(f"median of {HEADLINE_RUNS}: protobuf {pb:,.0f} spans/s (runs {shown['protobuf']}), "
+          f"OTLP/JSON {js:,.0f} spans/s (runs {shown['json']})")
+    python_young_cpu: dict[str, float] = {}
+    python_young = over_loopback(f"loopback, protobuf, Python's young threshold {PYTHON_YOUNG}", bodies, calls,
+                                 pb_header, figures=python_young_cpu, young=PYTHON_YOUNG)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
     unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
@@ -398,7 +426,6 @@ def measure(quick: bool = False) -> dict[str, float]:
         calls,
         {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"},
     )
-    js = over_loopback("loopback, OTLP/JSON", json_bodies, calls, json_header, figures=js_cpu)
     over_loopback("loopback, OTLP/JSON, one client", json_bodies, calls, json_header, figures=js_one_cpu, clients=1)
     js_floor = over_loopback("loopback, OTLP/JSON, floor read only (no map)", json_bodies, BATCH, json_header,
                              floor=_floor_mapping(floor_read_json, keep), figures=js_floor_cpu)
@@ -433,6 +460,13 @@ def measure(quick: bool = False) -> dict[str, float]:
         "json_http_us": js_floor_cpu["cpu_us"] - us["floor_json"],
         # the same bodies from one client at a time (one request worked on at a time)
         "protobuf_one_client_cpu_us": pb_one_cpu["cpu_us"], "json_one_client_cpu_us": js_one_cpu["cpu_us"],
+        # the headline runs (their median is protobuf_spans_per_s / json_spans_per_s)
+        **{f"{kind}_runs_{name}": pick(rate for rate, _ in runs)
+           for kind, runs in headline.items() for name, pick in (("min", min), ("max", max))},
+        # the same receiver at CPython's young threshold (700) instead of the sidecar's
+        "protobuf_python_young_spans_per_s": python_young,
+        "protobuf_python_young_cpu_us": python_young_cpu["cpu_us"],
+        "protobuf_python_young_gc_us": python_young_cpu["gc_us"],
     }
     for kind, decode_map in (("protobuf", us["pb"]), ("json", us["json"])):
         cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
@@ -465,7 +499,14 @@ def rows(result: dict[str, float]) -> list[Row]:
         Row("OTLP/HTTP receiver over loopback, protobuf, batches of 512", f"{pb:,.0f} spans/s", "-",
             f"{pb / PROTOBUF_TARGET:.2f}", f">= {PROTOBUF_TARGET:,} spans/s",
             verdict(pb >= PROTOBUF_TARGET, f"{pb / PROTOBUF_TARGET:.0%} of target"),
-            [f"with a real Pipeline as the sink: {result['pipeline_spans_per_s']:,.0f} spans/s"]),
+            [f"the median of {HEADLINE_RUNS} runs taken in turn with the OTLP/JSON ones "
+             f"({result['protobuf_runs_min']:,.0f} to {result['protobuf_runs_max']:,.0f}); "
+             f"with a real Pipeline as the sink: {result['pipeline_spans_per_s']:,.0f} spans/s; at CPython's young "
+             f"threshold ({PYTHON_YOUNG}) instead of the sidecar's ({SIDECAR_YOUNG:,}): "
+             f"{result['protobuf_python_young_spans_per_s']:,.0f} spans/s, "
+             f"{result['protobuf_python_young_cpu_us']:.2f} us CPU per span, of which GC "
+             f"{result['protobuf_python_young_gc_us']:.2f} us (at the sidecar's: {result['protobuf_cpu_us']:.2f}, "
+             f"GC {result['protobuf_gc_us']:.2f})"]),
         Row("OTLP/HTTP receiver floor, protobuf: HTTP + decode + floor read, no mapping",
             f"{pb_floor:,.0f} spans/s", f"{pb:,.0f} spans/s (the receiver)", f"{pb / pb_floor:.2f}",
             f">= {PROTOBUF_TARGET:,} spans/s", verdict(pb_floor >= PROTOBUF_TARGET,
@@ -476,9 +517,10 @@ def rows(result: dict[str, float]) -> list[Row]:
         Row("OTLP/HTTP receiver over loopback, OTLP/JSON, batches of 512", f"{js:,.0f} spans/s", "-",
             f"{js / JSON_TARGET:.2f}", f">= {JSON_TARGET:,} spans/s",
             verdict(js >= JSON_TARGET, f"{js / JSON_TARGET:.0%} of target"),
-            [f"decode + map in process: {result['json_decode_map_us']:.2f} us CPU per span; the JSON "
-             f"floor read (orjson + the same reads) {result['json_floor_us']:.2f} us"]),
-        Row("OTLP/HTTP receiver floor, OTLP/JSON: HTTP + orjson + floor read, no mapping",
+            [f"the median of {HEADLINE_RUNS} runs ({result['json_runs_min']:,.0f} to {result['json_runs_max']:,.0f}); "
+             f"decode + map in process: {result['json_decode_map_us']:.2f} us CPU per span; the JSON "
+             f"floor read (the typed decode + the same reads) {result['json_floor_us']:.2f} us"]),
+        Row("OTLP/HTTP receiver floor, OTLP/JSON: HTTP + typed decode + floor read, no mapping",
             f"{js_floor:,.0f} spans/s", f"{js:,.0f} spans/s (the receiver)", f"{js / js_floor:.2f}",
             f">= {JSON_TARGET:,} spans/s", verdict(js_floor >= JSON_TARGET,
                                                   f"the floor is {js_floor / JSON_TARGET:.0%} of target"),
