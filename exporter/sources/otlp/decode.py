@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
 from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
@@ -45,7 +45,9 @@ def _pb_value(value: AnyValue) -> Any:
     return Unsupported(kind)
 
 
-def _pb_attrs(kvs: Iterable[KeyValue], options: MappingOptions) -> dict[str, Any]:
+def kept_attributes(kvs: Iterable[Any], options: MappingOptions, value_of: Callable[[Any], Any]) -> dict[str, Any]:
+    """The wanted ``key``/``value`` pairs of a list of KeyValues (protobuf messages or typed JSON structs),
+    each value read by ``value_of`` only once its name is wanted."""
     out: dict[str, Any] = {}
     decisions = options._decisions
     for kv in kvs:
@@ -54,7 +56,7 @@ def _pb_attrs(kvs: Iterable[KeyValue], options: MappingOptions) -> dict[str, Any
         if keep is None:
             keep = options.wanted(key)
         if keep:
-            out[key] = _pb_value(kv.value)
+            out[key] = value_of(kv.value)
     return out
 
 
@@ -85,7 +87,7 @@ def spans_from_protobuf(
     views: list[SpanView] = []
     append = views.append
     for resource_spans in request.resource_spans:
-        resource = _pb_attrs(resource_spans.resource.attributes, opts)
+        resource = kept_attributes(resource_spans.resource.attributes, opts, _pb_value)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
