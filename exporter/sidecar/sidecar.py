@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -77,6 +78,7 @@ class Sidecar:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._young_threshold_before = 0  # the collector's young threshold before start() set it
+        self._switch_interval_before = 0.0  # sys.getswitchinterval() before start() set it, 0 when untouched
         self.prices = load_price_table(config.prices)  # refuse to start on a bad table
         self.reloader = PriceReloader(config.prices, config.price_settle_seconds, self.health, monotonic(),
                                       monotonic=monotonic)
@@ -274,6 +276,9 @@ class Sidecar:
             self.process.check()
         # short-lived per-request objects freed before a collection sees them; restored by close()
         self._young_threshold_before = set_young_threshold(self.config.gc_young_threshold)
+        if self.config.gil_switch_interval_ms:  # fewer forced hand-overs between busy receiver threads
+            self._switch_interval_before = sys.getswitchinterval()
+            sys.setswitchinterval(self.config.gil_switch_interval_ms / 1000)
         freeze_long_lived()  # the restored state, before any thread: full collections never rescan it
         self.server.start()
         if self.receiver is not None:
@@ -323,6 +328,9 @@ class Sidecar:
         if self._young_threshold_before:
             set_young_threshold(self._young_threshold_before)
             self._young_threshold_before = 0
+        if self._switch_interval_before:
+            sys.setswitchinterval(self._switch_interval_before)
+            self._switch_interval_before = 0.0
         self.lock.release()
 
     def request_price_reload(self) -> None:

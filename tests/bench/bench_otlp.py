@@ -36,12 +36,14 @@ its receiver starts (``freeze_long_lived``), so full collections do not rescan
 the start-up state; every run here does the same (the in-process cases too)
 and restores both after. Each row prints the CPU the collector took (a
 ``gc.callbacks`` clock); one more loopback run with nothing frozen shows what
-the freeze saves, and one at CPython's threshold (700) what the threshold
-does. The receiver's CPU per span over loopback is then broken down: decode +
-map as the receiver in process, the HTTP server, queue and dispatcher (the
-floor run's CPU less the in-process floor read), and the rest, not apportioned
-(the collector beyond what it takes in process; four connections worked on at
-once, which the same runs from one client at a time show apart).
+the freeze saves, one at CPython's threshold (700) what the threshold does,
+and one of each kind at CPython's switch interval (5 ms; the sidecar sets
+``gil_switch_interval_ms``, 20 by default) what the interval does. The
+receiver's CPU per span over loopback is then broken down: decode + map as the
+receiver in process, the HTTP server, queue and dispatcher (the floor run's
+CPU less the in-process floor read), and the rest, not apportioned (the
+collector beyond what it takes in process; four connections worked on at once,
+which the same runs from one client at a time show apart).
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ TARGET = 20_000
 PROTOBUF_TARGET, JSON_TARGET, MAPPING_BOUND = 60_000, 30_000, 10.0  # spans/s, spans/s, x the bare decode
 SIDECAR_YOUNG = Config().gc_young_threshold  # the collector's young threshold the sidecar sets (gc_young_threshold)
 PYTHON_YOUNG = 700  # CPython's own
+SIDECAR_SWITCH_MS = Config().gil_switch_interval_ms  # the interpreter lock's switch interval the sidecar sets
+PYTHON_SWITCH_MS = 5  # CPython's own
 HEADLINE_RUNS = 3  # the headline loopback rows: the median of this many runs, taken in turn
 
 
@@ -169,6 +173,7 @@ def over_loopback(
     label: str, bodies: list[bytes], calls: int, headers: dict[str, str], sink: Any = None,
     floor: Callable[..., tuple[BatchResult, int]] | None = None, freeze: bool = True,
     figures: dict[str, float] | None = None, clients: int = CLIENTS, young: int = SIDECAR_YOUNG,
+    switch_ms: int = SIDECAR_SWITCH_MS,
 ) -> float:
     """Spans/s through the receiver; ``floor``, when given, stands in for its decode + map
     (``calls`` is then the number of reads per batch the sink waits for).
@@ -179,14 +184,15 @@ def over_loopback(
     ``figures``, when given, gets the receiver's CPU and the collector's share of it, in us per span
     (``cpu_us``, ``gc_us``, ``gc0_us``..``gc2_us``). ``clients``: how many client processes post the
     bodies at once, each over its own connection. ``young``: the collector's young threshold during
-    the run, by default the one the sidecar sets (``gc_young_threshold``)."""
+    the run, by default the one the sidecar sets (``gc_young_threshold``); ``switch_ms``, likewise, the
+    interpreter lock's switch interval (``gil_switch_interval_ms``)."""
     if floor is not None:
         name = "map_json" if headers["Content-Type"] == "application/json" else "map_protobuf"
         real = getattr(otlp_server, name)
         setattr(otlp_server, name, floor)
         try:
             return over_loopback(label, bodies, calls, headers, sink, freeze=freeze, figures=figures,
-                                 clients=clients, young=young)
+                                 clients=clients, young=young, switch_ms=switch_ms)
         finally:
             setattr(otlp_server, name, real)
     received = [0]
@@ -206,7 +212,8 @@ def over_loopback(
     total_calls = calls * clients * per_client
     total_spans = BATCH * clients * per_client
     ctx = multiprocessing.get_context("fork")
-    before = set_young_threshold(young)
+    before, switch_before = set_young_threshold(young), sys.getswitchinterval()
+    sys.setswitchinterval(switch_ms / 1000)
     if freeze:
         freeze_long_lived()
     try:
@@ -234,6 +241,7 @@ def over_loopback(
         if freeze:
             gc.unfreeze()
         set_young_threshold(before)
+        sys.setswitchinterval(switch_before)
     rate = total_spans / elapsed
     gc_us = [1e6 * seconds / total_spans for seconds in clock.seconds]
     print(
@@ -413,6 +421,11 @@ def measure(quick: bool = False) -> dict[str, float]:
     python_young_cpu: dict[str, float] = {}
     python_young = over_loopback(f"loopback, protobuf, Python's young threshold {PYTHON_YOUNG}", bodies, calls,
                                  pb_header, figures=python_young_cpu, young=PYTHON_YOUNG)
+    python_switch: dict[str, dict[str, float]] = {"protobuf": {}, "json": {}}
+    for kind, batches, header in (("protobuf", bodies, pb_header), ("json", json_bodies, json_header)):
+        python_switch[kind]["rate"] = over_loopback(
+            f"loopback, {kind}, Python's switch interval {PYTHON_SWITCH_MS} ms", batches, calls, header,
+            figures=python_switch[kind], switch_ms=PYTHON_SWITCH_MS)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
     unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
@@ -467,6 +480,11 @@ def measure(quick: bool = False) -> dict[str, float]:
         "protobuf_python_young_spans_per_s": python_young,
         "protobuf_python_young_cpu_us": python_young_cpu["cpu_us"],
         "protobuf_python_young_gc_us": python_young_cpu["gc_us"],
+        # the same receiver at CPython's switch interval (5 ms) instead of the sidecar's
+        "protobuf_python_switch_spans_per_s": python_switch["protobuf"]["rate"],
+        "protobuf_python_switch_cpu_us": python_switch["protobuf"]["cpu_us"],
+        "json_python_switch_spans_per_s": python_switch["json"]["rate"],
+        "json_python_switch_cpu_us": python_switch["json"]["cpu_us"],
     }
     for kind, decode_map in (("protobuf", us["pb"]), ("json", us["json"])):
         cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
@@ -506,7 +524,9 @@ def rows(result: dict[str, float]) -> list[Row]:
              f"{result['protobuf_python_young_spans_per_s']:,.0f} spans/s, "
              f"{result['protobuf_python_young_cpu_us']:.2f} us CPU per span, of which GC "
              f"{result['protobuf_python_young_gc_us']:.2f} us (at the sidecar's: {result['protobuf_cpu_us']:.2f}, "
-             f"GC {result['protobuf_gc_us']:.2f})"]),
+             f"GC {result['protobuf_gc_us']:.2f}); at CPython's switch interval ({PYTHON_SWITCH_MS} ms) instead of "
+             f"the sidecar's ({SIDECAR_SWITCH_MS} ms): {result['protobuf_python_switch_spans_per_s']:,.0f} spans/s, "
+             f"{result['protobuf_python_switch_cpu_us']:.2f} us CPU per span"]),
         Row("OTLP/HTTP receiver floor, protobuf: HTTP + decode + floor read, no mapping",
             f"{pb_floor:,.0f} spans/s", f"{pb:,.0f} spans/s (the receiver)", f"{pb / pb_floor:.2f}",
             f">= {PROTOBUF_TARGET:,} spans/s", verdict(pb_floor >= PROTOBUF_TARGET,
@@ -519,7 +539,10 @@ def rows(result: dict[str, float]) -> list[Row]:
             verdict(js >= JSON_TARGET, f"{js / JSON_TARGET:.0%} of target"),
             [f"the median of {HEADLINE_RUNS} runs ({result['json_runs_min']:,.0f} to {result['json_runs_max']:,.0f}); "
              f"decode + map in process: {result['json_decode_map_us']:.2f} us CPU per span; the JSON "
-             f"floor read (the typed decode + the same reads) {result['json_floor_us']:.2f} us"]),
+             f"floor read (the typed decode + the same reads) {result['json_floor_us']:.2f} us; at CPython's "
+             f"switch interval ({PYTHON_SWITCH_MS} ms): {result['json_python_switch_spans_per_s']:,.0f} spans/s, "
+             f"{result['json_python_switch_cpu_us']:.2f} us CPU per span (at the sidecar's: "
+             f"{result['json_cpu_us']:.2f})"]),
         Row("OTLP/HTTP receiver floor, OTLP/JSON: HTTP + typed decode + floor read, no mapping",
             f"{js_floor:,.0f} spans/s", f"{js:,.0f} spans/s (the receiver)", f"{js / js_floor:.2f}",
             f">= {JSON_TARGET:,} spans/s", verdict(js_floor >= JSON_TARGET,

@@ -89,6 +89,8 @@ def test_a_bad_environment_value_is_refused_naming_the_variable(variable: str, v
     ("gc_young_threshold: 1000001\n", "f.yaml:1: gc_young_threshold: expected 0 to 1000000 allocations, "
      "got 1000001"),
     ("gc_young_threshold: -1\n", "f.yaml:1: gc_young_threshold: expected a non-negative integer"),
+    ("gil_switch_interval_ms: 1001\n", "f.yaml:1: gil_switch_interval_ms: expected 0 to 1000 ms, got 1001"),
+    ("gil_switch_interval_ms: 2.5\n", "f.yaml:1: gil_switch_interval_ms: expected a non-negative integer"),
     ("schema: llm-savings-config/v2\n", "f.yaml:1: schema: expected 'llm-savings-config/v1'"),
     ("checkpoint_interval_seconds: 0\n", "f.yaml:1: checkpoint_interval_seconds: expected a positive finite number"),
     # a float setting given an int too large for a float, or infinity: refused, never OverflowError or "forever"

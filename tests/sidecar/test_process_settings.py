@@ -1,13 +1,14 @@
-"""gc_young_threshold: the sidecar sets the collector's young threshold while it runs and puts it back.
+"""gc_young_threshold and gil_switch_interval_ms: the sidecar sets them while it runs and puts them back.
 
-The setting is process-wide, so it must reach ``gc`` exactly as configured, leave the
-older generations' thresholds alone, and be undone by ``close`` (a test process or an
-embedding program runs on with its own collector settings).
+Both are process-wide, so each must reach ``gc`` or ``sys`` exactly as configured (the
+threshold leaving the older generations' alone) and be undone by ``close`` (a test process
+or an embedding program runs on with its own settings).
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +68,24 @@ def test_a_configured_threshold_and_zero(tmp_path: Path, python_thresholds: tupl
         assert gc.get_threshold()[0] == 700
     finally:
         sidecar.stop()
+
+
+@pytest.fixture
+def python_switch_interval() -> Iterator[float]:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    yield sys.getswitchinterval()
+    sys.setswitchinterval(before)
+
+
+def test_the_switch_interval_is_set_while_running_and_restored(tmp_path: Path, python_switch_interval: float) -> None:
+    assert Config().gil_switch_interval_ms == 20
+    for name, ms, running in (("default", None, 0.020), ("set", 50, 0.050), ("zero", 0, python_switch_interval)):
+        sidecar = _sidecar(tmp_path / name, **({} if ms is None else {"gil_switch_interval_ms": ms}))
+        assert sys.getswitchinterval() == pytest.approx(python_switch_interval)  # constructing changes nothing
+        sidecar.start()
+        try:
+            assert sys.getswitchinterval() == pytest.approx(running), name
+        finally:
+            sidecar.stop()
+        assert sys.getswitchinterval() == pytest.approx(python_switch_interval), name
