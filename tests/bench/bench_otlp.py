@@ -37,13 +37,13 @@ the start-up state; every run here does the same (the in-process cases too)
 and restores both after. Each row prints the CPU the collector took (a
 ``gc.callbacks`` clock); one more loopback run with nothing frozen shows what
 the freeze saves, one at CPython's threshold (700) what the threshold does,
-and one of each kind at CPython's switch interval (5 ms; the sidecar sets
-``gil_switch_interval_ms``, 20 by default) what the interval does. The
-receiver's CPU per span over loopback is then broken down: decode + map as the
-receiver in process, the HTTP server, queue and dispatcher (the floor run's
-CPU less the in-process floor read), and the rest, not apportioned (the
-collector beyond what it takes in process; four connections worked on at once,
-which the same runs from one client at a time show apart).
+and each headline run paired with one at CPython's switch interval (5 ms; the
+sidecar sets ``gil_switch_interval_ms``, 20 by default) what the interval
+does. The receiver's CPU per span over loopback is then broken down: decode +
+map as the receiver in process, the HTTP server, queue and dispatcher (the
+floor run's CPU less the in-process floor read), and the rest, not apportioned
+(the collector beyond what it takes in process; four connections worked on at
+once, which the same runs from one client at a time show apart).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ import gc
 import gzip
 import http.client
 import multiprocessing
+import statistics
 import sys
 import threading
 import time
@@ -407,12 +408,21 @@ def measure(quick: bool = False) -> dict[str, float]:
     js_cpu: dict[str, float] = {}
     js_floor_cpu: dict[str, float] = {}
     headline: dict[str, list[tuple[float, dict[str, float]]]] = {"protobuf": [], "json": []}
+    # each headline run paired with one at CPython's switch interval, the pair's order alternating
+    python_runs: dict[str, list[tuple[float, dict[str, float]]]] = {"protobuf": [], "json": []}
     for run in range(1, HEADLINE_RUNS + 1):  # in turn, so both see the same swings of the machine
         for kind, batches, header in (("protobuf", bodies, pb_header), ("json", json_bodies, json_header)):
-            figures: dict[str, float] = {}
-            label = f"loopback, {'protobuf' if kind == 'protobuf' else 'OTLP/JSON'}, run {run}"
-            headline[kind].append((over_loopback(label, batches, calls, header, figures=figures), figures))
+            name = "protobuf" if kind == "protobuf" else "OTLP/JSON"
+            for switch_ms in (SIDECAR_SWITCH_MS, PYTHON_SWITCH_MS)[:: 1 if run % 2 else -1]:
+                figures: dict[str, float] = {}
+                sidecar = switch_ms == SIDECAR_SWITCH_MS
+                label = f"loopback, {name}, run {run}" + ("" if sidecar else f", switch interval {switch_ms} ms")
+                rate = over_loopback(label, batches, calls, header, figures=figures, switch_ms=switch_ms)
+                (headline if sidecar else python_runs)[kind].append((rate, figures))
     (pb, pb_fig), (js, js_fig) = (sorted(runs, key=lambda r: r[0])[len(runs) // 2] for runs in headline.values())
+    python_switch = {kind: {"rate": statistics.median(rate for rate, _ in runs),
+                            "cpu_us": statistics.median(f["cpu_us"] for _, f in runs)}
+                     for kind, runs in python_runs.items()}
     pb_cpu.update(pb_fig)
     js_cpu.update(js_fig)
     shown = {kind: ", ".join(f"{rate:,.0f}" for rate, _ in runs) for kind, runs in headline.items()}
@@ -421,11 +431,6 @@ def measure(quick: bool = False) -> dict[str, float]:
     python_young_cpu: dict[str, float] = {}
     python_young = over_loopback(f"loopback, protobuf, Python's young threshold {PYTHON_YOUNG}", bodies, calls,
                                  pb_header, figures=python_young_cpu, young=PYTHON_YOUNG)
-    python_switch: dict[str, dict[str, float]] = {"protobuf": {}, "json": {}}
-    for kind, batches, header in (("protobuf", bodies, pb_header), ("json", json_bodies, json_header)):
-        python_switch[kind]["rate"] = over_loopback(
-            f"loopback, {kind}, Python's switch interval {PYTHON_SWITCH_MS} ms", batches, calls, header,
-            figures=python_switch[kind], switch_ms=PYTHON_SWITCH_MS)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
     unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
@@ -480,7 +485,10 @@ def measure(quick: bool = False) -> dict[str, float]:
         "protobuf_python_young_spans_per_s": python_young,
         "protobuf_python_young_cpu_us": python_young_cpu["cpu_us"],
         "protobuf_python_young_gc_us": python_young_cpu["gc_us"],
-        # the same receiver at CPython's switch interval (5 ms) instead of the sidecar's
+        # the same receiver at CPython's switch interval (5 ms) instead of the sidecar's: medians of as many
+        # runs as the headline, each paired with one of the headline's; CPU per span in the median run's terms
+        "protobuf_cpu_median_us": statistics.median(f["cpu_us"] for _, f in headline["protobuf"]),
+        "json_cpu_median_us": statistics.median(f["cpu_us"] for _, f in headline["json"]),
         "protobuf_python_switch_spans_per_s": python_switch["protobuf"]["rate"],
         "protobuf_python_switch_cpu_us": python_switch["protobuf"]["cpu_us"],
         "json_python_switch_spans_per_s": python_switch["json"]["rate"],
@@ -525,8 +533,10 @@ def rows(result: dict[str, float]) -> list[Row]:
              f"{result['protobuf_python_young_cpu_us']:.2f} us CPU per span, of which GC "
              f"{result['protobuf_python_young_gc_us']:.2f} us (at the sidecar's: {result['protobuf_cpu_us']:.2f}, "
              f"GC {result['protobuf_gc_us']:.2f}); at CPython's switch interval ({PYTHON_SWITCH_MS} ms) instead of "
-             f"the sidecar's ({SIDECAR_SWITCH_MS} ms): {result['protobuf_python_switch_spans_per_s']:,.0f} spans/s, "
-             f"{result['protobuf_python_switch_cpu_us']:.2f} us CPU per span"]),
+             f"the sidecar's ({SIDECAR_SWITCH_MS} ms), the median of as many runs, each paired with one of the "
+             f"above: {result['protobuf_python_switch_spans_per_s']:,.0f} spans/s, "
+             f"{result['protobuf_python_switch_cpu_us']:.2f} us CPU per span (median; at the sidecar's: "
+             f"{result['protobuf_cpu_median_us']:.2f})"]),
         Row("OTLP/HTTP receiver floor, protobuf: HTTP + decode + floor read, no mapping",
             f"{pb_floor:,.0f} spans/s", f"{pb:,.0f} spans/s (the receiver)", f"{pb / pb_floor:.2f}",
             f">= {PROTOBUF_TARGET:,} spans/s", verdict(pb_floor >= PROTOBUF_TARGET,
@@ -540,9 +550,9 @@ def rows(result: dict[str, float]) -> list[Row]:
             [f"the median of {HEADLINE_RUNS} runs ({result['json_runs_min']:,.0f} to {result['json_runs_max']:,.0f}); "
              f"decode + map in process: {result['json_decode_map_us']:.2f} us CPU per span; the JSON "
              f"floor read (the typed decode + the same reads) {result['json_floor_us']:.2f} us; at CPython's "
-             f"switch interval ({PYTHON_SWITCH_MS} ms): {result['json_python_switch_spans_per_s']:,.0f} spans/s, "
-             f"{result['json_python_switch_cpu_us']:.2f} us CPU per span (at the sidecar's: "
-             f"{result['json_cpu_us']:.2f})"]),
+             f"switch interval ({PYTHON_SWITCH_MS} ms), paired runs: {result['json_python_switch_spans_per_s']:,.0f} "
+             f"spans/s, {result['json_python_switch_cpu_us']:.2f} us CPU per span (median; at the sidecar's: "
+             f"{result['json_cpu_median_us']:.2f})"]),
         Row("OTLP/HTTP receiver floor, OTLP/JSON: HTTP + typed decode + floor read, no mapping",
             f"{js_floor:,.0f} spans/s", f"{js:,.0f} spans/s (the receiver)", f"{js / js_floor:.2f}",
             f">= {JSON_TARGET:,} spans/s", verdict(js_floor >= JSON_TARGET,
