@@ -297,27 +297,30 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   renders a cold frame with it off (`cold_render_gc`), and `tests/bench/bench_scrape.py` prints that
   figure too. The steady target (1/5) is the scrape Prometheus does every 15 s.
 - **OTLP over loopback (targets 60,000 spans/s protobuf, 30,000 OTLP/JSON).** The receiver is run as
-  the sidecar runs it: the collector's young threshold at the sidecar's `gc_young_threshold`
-  (50,000) and the start-up state frozen out of its reach (`gc.freeze`), as `Sidecar.start` does;
-  four client processes posting batches of 512 over keep-alive connections; each headline row the
-  median of three runs taken in turn with the other kind. The machine's own speed moves these rows
-  more than any change did: the same receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s in
-  this run (decode + map in process 20 us per protobuf span) and 37,925 / 30,086 and 36,009 /
-  31,577 in two `--only otlp` runs minutes later (16-19 us); earlier runs read 37,000-46,000 and
-  18,000-40,000. OTLP/JSON is read by one typed msgspec decode into structs the collector does not
-  track, an attribute's value decoded only when its key is wanted (the JSON floor, that decode and
-  the same reads, is about 3 us per span, against 15 us for orjson's dicts), so the 30,000 target
-  is met in a median when the machine runs at its usual speed and missed when it is slow.
-  Protobuf, what bounds it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor
-  row (the same HTTP server, clients and protobuf decode, with only the floor read) costs about
-  11.6 us, which leaves 5 us for the mapping and the counted-once correlation; measured apart on
-  decoded views, the per-span plan and mapping take about 4.9 us and the correlation 3.3, and over
-  loopback 6-9 us more are not accounted for by any in-process figure (four connections worked on
-  at once: from one client at a time a span costs less). So the target needs the mapping halved,
-  not tuned; reading the wanted values off the upb messages (the floor read) is already 11-14x the
-  bare decode, so the 10x mapping bound is out of reach through the protobuf message API. Tried and
-  measured, not kept: evicting the correlation memory per request (0.5% fewer instructions), one
-  lock around decode + map, pinning the clients and the receiver to separate CPUs.
+  the sidecar runs it: the collector's young threshold at `gc_young_threshold` (50,000), the start-up
+  state frozen out of its reach (`gc.freeze`) and the interpreter lock's switch interval at
+  `gil_switch_interval_ms` (20 ms), as `Sidecar.start` sets them; four client processes posting
+  batches of 512 over keep-alive connections; each headline row the median of three runs taken in
+  turn with the other kind, each run paired with one at Python's 5 ms switch interval (7-11% more
+  CPU per span there in this run, 7-17% over six paired runs apart). The machine's own speed moves
+  these rows more than any change did: the same receiver read 28,620 protobuf and 24,874 OTLP/JSON
+  spans/s in a full run two hours before this one (decode + map in process 20 us per protobuf
+  span, against 14 here), and 36,000-38,000 and 30,000-31,600 in `--only otlp` runs between them.
+  OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
+  attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
+  reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
+  median when the machine runs at its usual speed, missed when it is slow. Protobuf, what bounds
+  it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor row (the same HTTP
+  server, clients and decode, only the floor read in place of the mapping) costs 8-12 us of it
+  depending on the machine's phase; HTTP itself is about 1 us (the handler doing nothing: 950,000
+  spans per CPU-second), the rest is the floor read, dearer over loopback than in process on fresh
+  bodies. The mapping and the counted-once correlation add about 8 us on top (on decoded views the
+  plan and mapping 4.9 us, the correlation 3.3), so the receiver reaches 44,000-54,000 spans/s at
+  the machine's best and 29,000-38,000 at its usual speed: 60,000 needs the mapping about halved,
+  not tuned. Reading the wanted values off the upb messages (the floor read) is already 11-15x the
+  bare decode, so the 10x mapping bound is out of reach through the protobuf message API. Tried
+  and measured, not kept: evicting the correlation memory per request (0.5% fewer instructions),
+  one lock around decode + map, pinning the clients and the receiver to separate CPUs.
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
   its own: it adds a record's token counts into the cell of its rates and works dollars out once per
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
