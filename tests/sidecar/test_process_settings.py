@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,16 @@ def _sidecar(tmp_path: Path, **settings: object) -> Sidecar:
     return Sidecar(make_config(tmp_path, **settings), wall_clock=lambda: WALL)
 
 
+@contextmanager
+def _running(sidecar: Sidecar) -> Iterator[None]:
+    """Started for the block, stopped (settings restored) after it, whatever the block raised."""
+    sidecar.start()
+    try:
+        yield
+    finally:
+        sidecar.stop()
+
+
 def test_set_young_threshold_keeps_the_older_generations(python_thresholds: tuple[int, int, int]) -> None:
     assert set_young_threshold(25_000) == 700
     assert gc.get_threshold() == (25_000, 10, 10)
@@ -45,29 +56,18 @@ def test_the_sidecar_sets_the_default_while_running_and_restores_it(
 ) -> None:
     sidecar = _sidecar(tmp_path)
     assert gc.get_threshold() == (700, 10, 10)  # constructing it changes nothing
-    sidecar.start()
-    try:
+    with _running(sidecar):
         assert gc.get_threshold() == (Config().gc_young_threshold, 10, 10)
         assert Config().gc_young_threshold > 700
-    finally:
-        sidecar.stop()
     assert gc.get_threshold() == (700, 10, 10)
 
 
 def test_a_configured_threshold_and_zero(tmp_path: Path, python_thresholds: tuple[int, int, int]) -> None:
-    sidecar = _sidecar(tmp_path / "a", gc_young_threshold=3000)
-    sidecar.start()
-    try:
+    with _running(_sidecar(tmp_path / "a", gc_young_threshold=3000)):
         assert gc.get_threshold()[0] == 3000
-    finally:
-        sidecar.stop()
     assert gc.get_threshold()[0] == 700
-    sidecar = _sidecar(tmp_path / "b", gc_young_threshold=0)
-    sidecar.start()
-    try:
+    with _running(_sidecar(tmp_path / "b", gc_young_threshold=0)):
         assert gc.get_threshold()[0] == 700
-    finally:
-        sidecar.stop()
 
 
 @pytest.fixture
@@ -83,9 +83,6 @@ def test_the_switch_interval_is_set_while_running_and_restored(tmp_path: Path, p
     for name, ms, running in (("default", None, 0.020), ("set", 50, 0.050), ("zero", 0, python_switch_interval)):
         sidecar = _sidecar(tmp_path / name, **({} if ms is None else {"gil_switch_interval_ms": ms}))
         assert sys.getswitchinterval() == pytest.approx(python_switch_interval)  # constructing changes nothing
-        sidecar.start()
-        try:
+        with _running(sidecar):
             assert sys.getswitchinterval() == pytest.approx(running), name
-        finally:
-            sidecar.stop()
         assert sys.getswitchinterval() == pytest.approx(python_switch_interval), name
