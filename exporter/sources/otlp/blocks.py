@@ -51,12 +51,12 @@ def usage_block(
     if write and not (split and (w5 or 0) + (w1h or 0) == write):
         added.append(MISSING_CACHE_TTL)
         split = False
-    if given or added:
+    if not given and len(added) < 2:  # the common cases: nothing lacking, or one thing
+        ordered = added
+    else:
         flags = set(given)
         flags.update(added)
         ordered = [flag for flag in SOURCE_FLAGS if flag in flags]
-    else:  # the common case: nothing lacking
-        ordered = added
     if split and inp is not None and inp >= cached:
         return {
             "input_tokens": inp - cached,
@@ -89,9 +89,14 @@ COMPLETENESS_ORDER = (
 )
 
 
+_KNOWN = frozenset(SOURCE_FLAGS)
+
+
 def completeness(flags: list[str]) -> list[str]:
     """At most one completeness flag per record (``COMPLETENESS_ORDER``), so that the flagged
     share of requests is a plain sum; ``response_cache_hit`` is not one of them."""
+    if len(flags) == 1 and flags[0] in _KNOWN:  # the common case: one flag, kept as it is
+        return [flags[0]]
     out = [flag for flag in COMPLETENESS_ORDER if flag in flags][:1]
     if RESPONSE_CACHE_HIT in flags:
         out.append(RESPONSE_CACHE_HIT)

@@ -142,9 +142,18 @@ _SAVINGS_FIELDS = (
 )
 
 
+_FOLDED: dict[str, str] = {}  # provider name as sent -> folded; bounded (clients choose the names)
+_MAX_FOLDED = 4096
+
+
 def normalise_provider(name: str) -> str:
-    lowered = name.strip().lower()
-    return PROVIDER_ALIASES.get(lowered, lowered)
+    folded = _FOLDED.get(name)
+    if folded is None:
+        lowered = name.strip().lower()
+        folded = PROVIDER_ALIASES.get(lowered, lowered)
+        if len(_FOLDED) < _MAX_FOLDED:
+            _FOLDED[name] = folded
+    return folded
 
 
 def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:

@@ -40,14 +40,25 @@ from exporter.sources.otlp.attributes import (
     read_count,
     read_string,
 )
-from exporter.sources.otlp.blocks import completeness, usage_block
+from exporter.sources.otlp.blocks import COMPLETENESS_ORDER, completeness, usage_block
 from exporter.sources.otlp.correlate import correlate
 from exporter.sources.otlp.decode import _pb_value, parse_protobuf, spans_from_protobuf
-from exporter.sources.otlp.dialects import DETECT_VALUE_KEYS, DIALECT_KEYS, DIALECTS, FALLBACK, detect_dialect
+from exporter.sources.otlp.dialects import (
+    DETECT_VALUE_KEYS,
+    DIALECT_KEYS,
+    DIALECTS,
+    FALLBACK,
+    SOURCE_FLAGS,
+    Dialect,
+    UsageCounts,
+    detect_dialect,
+)
+from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
 from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 from exporter.sources.otlp.gateway import S_REQUESTED_MODEL, S_RESPONSE_CACHE, S_SERVICE_TIER, gateway_keys
 from exporter.sources.otlp.mapping import (
     IGNORE_NOT_MODEL_CALL,
+    PROVIDER_ALIASES,
     _optimizer,
     _rollup_or_not_call,
     map_span,
@@ -69,6 +80,21 @@ from exporter.sources.otlp.spans import (
 PROPERTY = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
 # --- the reference mapping (every name, every dialect, every span) -------------------------------
+
+
+def reference_completeness(flags: list[str]) -> list[str]:
+    out = [flag for flag in COMPLETENESS_ORDER if flag in flags][:1]
+    return [*out, RESPONSE_CACHE_HIT] if RESPONSE_CACHE_HIT in flags else out
+
+
+def reference_flags(flags: list[str]) -> list[str]:
+    """``usage_block``'s flags as a set put in ``SOURCE_FLAGS`` order (its fast paths skip the sort)."""
+    return [flag for flag in SOURCE_FLAGS if flag in set(flags)]
+
+
+def reference_provider(name: str) -> str:
+    lowered = name.strip().lower()
+    return PROVIDER_ALIASES.get(lowered, lowered)
 
 
 def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
@@ -101,17 +127,18 @@ def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
             record["model"] = model
         provider = first_string(attrs, PROVIDER_KEYS)
         if provider is not None:
-            record["provider"] = normalise_provider(provider)
+            record["provider"] = reference_provider(provider)
         keys = opts.tenant_attributes
         tenant = first_string(attrs, keys) or first_string(span.resource, keys)
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
             usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            assert flags == reference_flags(flags)
             if usage:
                 record["usage"] = usage
             if flags:
-                record["source_flags"] = completeness(flags)
+                record["source_flags"] = reference_completeness(flags)
         if has_savings or S_METHOD in attrs:
             for key, out_key in ((S_BEFORE, "tokens_before"), (S_AFTER, "tokens_after"),
                                  (S_WOULD, "would_have_saved")):
@@ -215,6 +242,29 @@ def test_map_spans_with_correlation_equals_the_reference(spans: list[SpanView], 
     fast, slow = map_spans(spans, MappingOptions(**kw)), reference_map_spans(spans, MappingOptions(**kw))
     assert (fast.records, fast.rejected, fast.rejections, fast.ignored) == (
         slow.records, slow.rejected, slow.rejections, slow.ignored)
+
+
+_COUNT = st.none() | st.integers(0, 5000)
+
+
+@given(st.builds(UsageCounts, _COUNT, _COUNT, _COUNT, _COUNT, _COUNT, _COUNT, _COUNT, st.none() | st.booleans(),
+                 st.lists(st.sampled_from(SOURCE_FLAGS), max_size=3).map(tuple)),
+       st.sampled_from(DIALECTS), st.none() | st.booleans())
+def test_usage_block_flags_are_in_their_order(counts: UsageCounts, dialect: Dialect, forced: bool | None) -> None:
+    """Each flag once, in ``SOURCE_FLAGS`` order, whichever way they were added."""
+    _, flags = usage_block(counts, dialect, forced)
+    assert flags == reference_flags([*counts.flags, *flags])
+
+
+@given(st.lists(st.sampled_from(SOURCE_FLAGS), max_size=6))
+def test_completeness_equals_the_reference(flags: list[str]) -> None:
+    assert completeness(flags) == reference_completeness(flags)
+
+
+@given(st.text(max_size=12) | st.sampled_from(sorted(PROVIDER_ALIASES)).map(lambda name: f" {name.upper()} "))
+def test_provider_folding_equals_the_reference_and_repeats(name: str) -> None:
+    """Folded names are remembered (a bounded cache): the second answer is the first."""
+    assert normalise_provider(name) == reference_provider(name) == normalise_provider(name)
 
 
 def test_every_dialect_is_reachable_by_the_random_names() -> None:
