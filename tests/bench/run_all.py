@@ -301,26 +301,34 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   state frozen out of its reach (`gc.freeze`) and the interpreter lock's switch interval at
   `gil_switch_interval_ms` (20 ms), as `Sidecar.start` sets them; four client processes posting
   batches of 512 over keep-alive connections; each headline row the median of three runs taken in
-  turn with the other kind, each run paired with one at Python's 5 ms switch interval (7-11% more
-  CPU per span there in this run, 7-17% over six paired runs apart). The machine's own speed moves
-  these rows more than any change did: the same receiver read 28,620 protobuf and 24,874 OTLP/JSON
-  spans/s in a full run two hours before this one (decode + map in process 20 us per protobuf
-  span, against 14 here), and 36,000-38,000 and 30,000-31,600 in `--only otlp` runs between them.
+  turn with the other kind, each run paired with one at Python's 5 ms switch interval (15% more CPU
+  per protobuf span there in this run, none for OTLP/JSON; 7-17% over six paired runs apart). The
+  machine's own speed moves these rows more than any change did: full runs of nearly the same
+  receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s at its slowest (decode + map in process
+  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 43,998 and 38,302 in this run
+  (13.5 us), and `--only otlp` runs between them 30,000-41,000 protobuf.
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
   attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
   reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
   median when the machine runs at its usual speed, missed when it is slow. Protobuf, what bounds
-  it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor row (the same HTTP
-  server, clients and decode, only the floor read in place of the mapping) costs 8-12 us of it
-  depending on the machine's phase; HTTP itself is about 1 us (the handler doing nothing: 950,000
-  spans per CPU-second), the rest is the floor read, dearer over loopback than in process on fresh
-  bodies. The mapping and the counted-once correlation add about 8 us on top (on decoded views the
-  plan and mapping 4.9 us, the correlation 3.3), so the receiver reaches 44,000-54,000 spans/s at
-  the machine's best and 29,000-38,000 at its usual speed: 60,000 needs the mapping about halved,
-  not tuned. Reading the wanted values off the upb messages (the floor read) is already 11-15x the
-  bare decode, so the 10x mapping bound is out of reach through the protobuf message API. Tried
-  and measured, not kept: evicting the correlation memory per request (0.5% fewer instructions),
-  one lock around decode + map, pinning the clients and the receiver to separate CPUs.
+  it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole job (the
+  floor read with the wanted values kept, then for each model call the record's fields with no value
+  checked and no dialect told apart, and one entry in a memory capped like the correlation's, run in
+  the receiver's place over loopback) reached 82,944 spans/s in this run, 11.6 us per span (68,000
+  and 13.8 us in a quick run an hour before): 60,000 is within reach of a Python receiver, so the
+  target is not out of reach, only not met. The receiver took 22.4 us per span. In process the least
+  records and memory add 1.7 us to the floor read (5.1 us); the mapping's rules (values checked,
+  dialects told apart, the usage block and its flags, the counted-once correlation and its memory)
+  add 8.4. Meeting 60,000 needs those rules at about a third of their cost, which no tuning measured
+  so far gives. Reading the wanted values off the upb messages (the floor read) is already 11-15x the
+  bare decode, so the 10x mapping bound is out of reach through the protobuf message API. Tried and
+  measured, not kept: mypyc compiling the mapping, plan, usage-block and correlation modules (about
+  10% less CPU for plan + map, the correlation unchanged; a C build step and two code paths to test);
+  reading the attributes as raw bytes through a narrowed schema (no faster than upb's messages);
+  decode + map in two worker processes with the correlation in the receiver (41,000-44,000 spans/s
+  against 38,000-41,000 in process on this two-core machine: the receiver's own CPU fell to 12.3 us
+  per span, the two cores shared with the clients are the bound); evicting the correlation memory
+  per request, one lock around decode + map, pinning the clients and the receiver to separate CPUs.
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
   its own: it adds a record's token counts into the cell of its rates and works dollars out once per
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
