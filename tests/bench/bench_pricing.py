@@ -2,10 +2,11 @@
 
     /tmp/bench-venv/bin/python -m tests.bench.bench_pricing [--records 5000]
 
-LiteLLM is heavy and is NOT a dependency of the project; install it apart:
+LiteLLM is heavy and is NOT a dependency of the project; it lives in a venv of its own, which
+``scripts/bench.sh`` builds when it is missing (or by hand, from the repository's root):
 
-    python3 -m venv --system-site-packages /tmp/bench-venv
-    /tmp/bench-venv/bin/pip install litellm
+    .venv/bin/python -m venv /tmp/bench-venv
+    /tmp/bench-venv/bin/pip install -e . litellm==1.110.2
 
 (``scripts/bench.sh`` runs this module with that interpreter when it exists;
 without LiteLLM the module prints why and the row is skipped.)
@@ -41,8 +42,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetc
 from tests.bench.benchlib import Row, verdict
 
 TARGET = 100.0
-INSTALL = ("python3 -m venv --system-site-packages /tmp/bench-venv && "
-           "/tmp/bench-venv/bin/pip install litellm")
+INSTALL = "scripts/bench.sh builds /tmp/bench-venv when it is missing (unless BENCH_NO_PEERS=1)"
 TS = 1_795_000_000.0  # 2026-11-18: the bundled table's newest version applies
 
 

@@ -375,8 +375,8 @@ alternately, on the same data (generated deterministically).
 - **load average** at start: {info['load']}; at end: {load_end}. The machine was shared with other
   engineers' test runs, so absolute figures are noisy; the ratios are what to read.
 
-LiteLLM for the pricing row is not a dependency of the project; install it apart:
-`python3 -m venv --system-site-packages /tmp/bench-venv && /tmp/bench-venv/bin/pip install litellm`.
+LiteLLM for the pricing row is not a dependency of the project: `scripts/bench.sh` builds a venv
+of its own for it (`/tmp/bench-venv`, litellm 1.110.2) when it is missing.
 
 ## Results
 
