@@ -42,7 +42,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetc
 from tests.bench.benchlib import Row, verdict
 
 TARGET = 100.0
-INSTALL = "scripts/bench.sh builds /tmp/bench-venv when it is missing (unless BENCH_NO_PEERS=1)"
+LITELLM_PIN = "litellm==1.110.2"  # the release the LiteLLM sources and captures were checked against
+INSTALL = ("scripts/bench.sh builds /tmp/bench-venv when it is missing (unless BENCH_NO_PEERS=1); by hand: "
+           f".venv/bin/python -m venv /tmp/bench-venv && /tmp/bench-venv/bin/pip install -e . {LITELLM_PIN}")
 TS = 1_795_000_000.0  # 2026-11-18: the bundled table's newest version applies
 
 

@@ -72,9 +72,9 @@ def test_peer_registry_holds_exactly_our_series() -> None:
 @pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="litellm is installed here")
 def test_pricing_skips_with_the_install_line_without_litellm() -> None:
     result = bench_pricing.measure(10)
-    assert "pip install litellm" in result["skipped"]
+    assert "pip install -e . litellm==1.110.2" in result["skipped"]
     (row,) = bench_pricing.rows(result)
-    assert row.met == "skipped" and "pip install litellm" in row.notes[0]
+    assert row.met == "skipped" and "pip install -e . litellm==1.110.2" in row.notes[0]
 
 
 def test_doc_carries_command_machine_and_table(tmp_path: Path) -> None:
