@@ -23,7 +23,11 @@ needs off the parsed messages; the *walk* reads every value too), and the
 receiver's floor over loopback: the same server and clients with the
 handler's decode + map replaced by the floor read, what this HTTP server, the
 protobuf runtime (or the typed OTLP/JSON decode the receiver uses,
-``exporter.sources.otlp.json_typed``) and Python can do at all. The two
+``exporter.sources.otlp.json_typed``) and Python can do at all; and the
+floor of the whole job (``floor_job``: the floor read, the least records the
+output contract has and a capped memory, no rule applied), in process and in
+the receiver's place over loopback, the bound the protobuf target is judged
+against. The two
 headline rows (protobuf and OTLP/JSON over loopback) are the median of
 ``HEADLINE_RUNS`` runs taken in turn, so a minute of a slower machine moves
 one run, not the figure. ``--json`` prints the figures as one JSON line last
@@ -80,7 +84,12 @@ from exporter.sources.otlp import server as otlp_server  # noqa: E402
 from exporter.sources.otlp.http import OtlpReceiver  # noqa: E402
 from exporter.sources.otlp.json_typed import _REQUEST, _VALUE  # noqa: E402
 from exporter.sources.otlp.mapping import map_json, map_protobuf  # noqa: E402
-from exporter.sources.otlp.spans import DEFAULT_OPTIONS, BatchResult, MappingOptions  # noqa: E402
+from exporter.sources.otlp.spans import (  # noqa: E402
+    CORRELATION_MAX_ENTRIES,
+    DEFAULT_OPTIONS,
+    BatchResult,
+    MappingOptions,
+)
 from tests.bench.benchlib import Row, verdict  # noqa: E402
 from tests.fixtures.otlp.spans import IGNORED, MODEL_CALLS, make_spans  # noqa: E402
 
@@ -351,13 +360,15 @@ def _first(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
     return None
 
 
-def floor_job(memory: dict[str, Any], order: deque[str], cap: int = MappingOptions().correlation_max_entries,
-              ) -> Callable[[bytes, Container[str]], int]:
+def floor_job(cap: int = CORRELATION_MAX_ENTRIES) -> Callable[[bytes, Container[str]], int]:
     """The floor of the whole job: the floor read, keeping the wanted values in a dict per span, then
     for each span naming a model the least record the output contract has (ts, request id, model,
     provider, tenant, usage block with its cache detail, dialect) and one entry per model call in a
-    memory capped like the correlation's (``memory``/``order``, one insert and, once full, one
-    eviction): no value checked, no dialect told apart, no rule applied. The number of spans read."""
+    memory of its own capped like the correlation's (one insert and, once full, one eviction): no
+    value checked, no dialect told apart, no rule applied. The number of spans read."""
+    memory: dict[str, Any] = {}
+    order: deque[str] = deque()
+
     def job(body: bytes, keep: Container[str]) -> int:
         request = ExportTraceServiceRequest.FromString(body)
         count = 0
@@ -451,7 +462,7 @@ def measure(quick: bool = False) -> dict[str, float]:
     fresh_json = json_bodies + [to_json(b) for b in fresh[n:]]
     keep = wanted_keys(bodies[0])
     job_fresh: Iterator[bytes] = iter(fresh * 4)  # new span ids on every call, as the receiver sees them
-    job_in_process = floor_job({}, deque())
+    job_in_process = floor_job()
     rates = in_process({
         "bare protobuf decode (in process, baseline)": (ExportTraceServiceRequest.FromString, bodies[0]),
         "walk: ids, times, every attribute value": (walk, bodies[0]),
@@ -498,7 +509,7 @@ def measure(quick: bool = False) -> dict[str, float]:
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
     pb_job_cpu: dict[str, float] = {}
     pb_job = over_loopback("loopback, protobuf, floor of the whole job", bodies, BATCH, pb_header,
-                           floor=_floor_mapping(floor_job({}, deque()), keep), figures=pb_job_cpu)
+                           floor=_floor_mapping(floor_job(), keep), figures=pb_job_cpu)
     unfrozen = over_loopback("loopback, protobuf, nothing frozen", bodies, calls, pb_header, freeze=False,
                              figures=unfrozen_cpu)
     pb_one_cpu: dict[str, float] = {}
