@@ -84,6 +84,7 @@ from exporter.sources.otlp import server as otlp_server  # noqa: E402
 from exporter.sources.otlp.http import OtlpReceiver  # noqa: E402
 from exporter.sources.otlp.json_typed import _REQUEST, _VALUE  # noqa: E402
 from exporter.sources.otlp.mapping import map_json, map_protobuf  # noqa: E402
+from exporter.sources.otlp.pb_schema import TraceRequest  # noqa: E402
 from exporter.sources.otlp.spans import (  # noqa: E402
     CORRELATION_MAX_ENTRIES,
     DEFAULT_OPTIONS,
@@ -299,17 +300,19 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
 
 def walk(body: bytes) -> None:
     """The floor of any Python reading: parse, then every span's ids and times and every attribute's
-    name and value (``WhichOneof`` + the field), as the upb message API gives them; nothing mapped."""
-    request = ExportTraceServiceRequest.FromString(body)
+    name and value (``WhichOneof`` + the field), as the upb message API gives them (the receiver's read
+    schema, ``pb_schema``: attributes as maps); nothing mapped."""
+    request = TraceRequest.FromString(body)
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 read = [span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(),
                         span.start_time_unix_nano, span.end_time_unix_nano]
-                for kv in span.attributes:
-                    value = kv.value
+                attributes = span.attributes
+                for key in attributes:
+                    value = attributes[key]
                     kind = value.WhichOneof("value")
-                    read.append((kv.key, getattr(value, kind) if kind else None))
+                    read.append((key, getattr(value, kind) if kind else None))
                 del read
 
 
@@ -325,8 +328,9 @@ def floor_read(body: bytes, keep: Container[str]) -> int:
     """The least a mapping *needs* read off the parsed messages: parse, then each span's ids and
     times, every attribute's key, and the value (``WhichOneof`` + the field) of only the
     attributes some dialect reads (``keep``, from ``wanted_keys``: prompt text is never read);
-    nothing mapped or kept. The number of spans read."""
-    request = ExportTraceServiceRequest.FromString(body)
+    nothing mapped or kept. The number of spans read. Through the receiver's read schema (``pb_schema``,
+    attributes as maps: the fastest reading found, so the floor stays below the receiver's)."""
+    request = TraceRequest.FromString(body)
     count = 0
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
@@ -334,9 +338,10 @@ def floor_read(body: bytes, keep: Container[str]) -> int:
             for span in scope_spans.spans:
                 read = [span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(),
                         span.start_time_unix_nano, span.end_time_unix_nano]
-                for kv in span.attributes:
-                    if kv.key in keep:
-                        value = kv.value
+                attributes = span.attributes
+                for key in attributes:
+                    if key in keep:
+                        value = attributes[key]
                         kind = value.WhichOneof("value")
                         read.append(getattr(value, kind) if kind else None)
                 count += 1
@@ -370,19 +375,20 @@ def floor_job(cap: int = CORRELATION_MAX_ENTRIES) -> Callable[[bytes, Container[
     order: deque[str] = deque()
 
     def job(body: bytes, keep: Container[str]) -> int:
-        request = ExportTraceServiceRequest.FromString(body)
+        request = TraceRequest.FromString(body)
         count = 0
         for resource_spans in request.resource_spans:
-            resource = {kv.key: kv.value.string_value for kv in resource_spans.resource.attributes}
+            resource_attributes = resource_spans.resource.attributes
+            resource = {key: resource_attributes[key].string_value for key in resource_attributes}
             tenant = resource.get("llm_savings.tenant")
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
                     count += 1
                     attrs: dict[str, Any] = {}
-                    for kv in span.attributes:
-                        key = kv.key
+                    attributes = span.attributes
+                    for key in attributes:
                         if key in keep:
-                            value = kv.value
+                            value = attributes[key]
                             kind = value.WhichOneof("value")
                             attrs[key] = getattr(value, kind) if kind else None
                     model = _first(attrs, _FLOOR_MODEL)

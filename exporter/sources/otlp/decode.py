@@ -16,10 +16,9 @@ from typing import Any
 
 import orjson
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
+from exporter.sources.otlp.pb_schema import TraceRequest
 from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
 
 
@@ -30,7 +29,8 @@ class UndecodableRequest(ValueError):
 # --- protobuf ------------------------------------------------------------------
 
 
-def _pb_value(value: AnyValue) -> Any:
+def _pb_value(value: Any) -> Any:
+    """An AnyValue's scalar (``Unsupported`` for an array, kvlist or bytes; None when unset)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return value.string_value
@@ -60,9 +60,10 @@ def kept_attributes(kvs: Iterable[Any], options: MappingOptions, value_of: Calla
     return out
 
 
-def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
-    """Decode an ``application/x-protobuf`` body; ``UndecodableRequest`` on failure."""
-    request = ExportTraceServiceRequest()
+def parse_protobuf(body: bytes) -> Any:
+    """Decode an ``application/x-protobuf`` body with the read schema (``pb_schema``);
+    ``UndecodableRequest`` on failure."""
+    request = TraceRequest()
     try:
         request.ParseFromString(body)
     except (DecodeError, ValueError, RuntimeError) as exc:  # upb raises DecodeError; be broad
@@ -72,12 +73,23 @@ def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
     return request
 
 
-def spans_from_protobuf(
-    request: ExportTraceServiceRequest, options: MappingOptions | None = None
-) -> list[SpanView]:
-    """Every span of a parsed request, its wanted attributes read straight off the upb messages.
+def _map_attributes(attributes: Any, options: MappingOptions) -> dict[str, Any]:
+    """The wanted names of an attributes map (``pb_schema``), each value read once its name is wanted."""
+    out: dict[str, Any] = {}
+    decisions = options._decisions
+    for key in attributes:
+        keep = decisions.get(key)
+        if keep is None:
+            keep = options.wanted(key)
+        if keep:
+            out[key] = _pb_value(attributes[key])
+    return out
 
-    The attribute loop is ``_pb_attrs`` written inline (one Python call per span, not one per
+
+def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> list[SpanView]:
+    """Every span of a request ``parse_protobuf`` parsed, its wanted attributes read off the upb messages.
+
+    The attribute loop is ``_map_attributes`` written inline (one Python call per span, not one per
     attribute): a name is looked up in the options' decisions before its value is touched, so
     an unwanted value (a prompt) is never read into a Python object.
     """
@@ -87,18 +99,18 @@ def spans_from_protobuf(
     views: list[SpanView] = []
     append = views.append
     for resource_spans in request.resource_spans:
-        resource = kept_attributes(resource_spans.resource.attributes, opts, _pb_value)
+        resource = _map_attributes(resource_spans.resource.attributes, opts)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
                 attrs: dict[str, Any] = {}
-                for kv in span.attributes:
-                    key = kv.key
+                attributes = span.attributes
+                for key in attributes:
                     keep = decisions.get(key)
                     if keep is None:
                         keep = wanted(key)
                     if keep:
-                        value = kv.value
+                        value = attributes[key]
                         kind = value.WhichOneof("value")
                         if kind == "string_value":
                             attrs[key] = value.string_value
