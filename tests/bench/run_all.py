@@ -305,30 +305,46 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   per protobuf span there in this run, none for OTLP/JSON; 7-17% over six paired runs apart). The
   machine's own speed moves these rows more than any change did: full runs of nearly the same
   receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s at its slowest (decode + map in process
-  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 43,998 and 38,302 in this run
-  (13.5 us), and `--only otlp` runs between them 30,000-41,000 protobuf.
+  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 46,226 and 32,910 in this run
+  (12.4 us); in one fast hour the receiver alone, in a process holding only the protobuf bodies,
+  read 57,000-77,000 protobuf spans/s, and the receiver before the read schema below 62,000-66,000
+  in runs taken in turn with those.
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
   attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
   reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
-  median when the machine runs at its usual speed, missed when it is slow. Protobuf, what bounds
-  it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole job (the
-  floor read with the wanted values kept, then for each model call the record's fields with no value
-  checked and no dialect told apart, and one entry in a memory capped like the correlation's, run in
-  the receiver's place over loopback) reached 82,944 spans/s in this run, 11.6 us per span (68,000
-  and 13.8 us in a quick run an hour before): 60,000 is within reach of a Python receiver, so the
-  target is not out of reach, only not met. The receiver took 22.4 us per span. In process the least
-  records and memory add 1.7 us to the floor read (5.1 us); the mapping's rules (values checked,
-  dialects told apart, the usage block and its flags, the counted-once correlation and its memory)
-  add 8.4. Meeting 60,000 needs those rules at about a third of their cost, which no tuning measured
-  so far gives. Reading the wanted values off the upb messages (the floor read) is already 11-15x the
-  bare decode, so the 10x mapping bound is out of reach through the protobuf message API. Tried and
-  measured, not kept: mypyc compiling the mapping, plan, usage-block and correlation modules (about
-  10% less CPU for plan + map, the correlation unchanged; a C build step and two code paths to test);
-  reading the attributes as raw bytes through a narrowed schema (no faster than upb's messages);
-  decode + map in two worker processes with the correlation in the receiver (41,000-44,000 spans/s
-  against 38,000-41,000 in process on this two-core machine: the receiver's own CPU fell to 12.3 us
-  per span, the two cores shared with the clients are the bound); evicting the correlation memory
-  per request, one lock around decode + map, pinning the clients and the receiver to separate CPUs.
+  median when the machine runs at its usual speed, missed when it is slow. Protobuf is parsed with
+  a read schema (`pb_schema`: OTLP's field numbers, the unread fields left unknown, attributes
+  declared `map<string, AnyValue>`, whose entries are `KeyValue` on the wire), so names come as
+  plain strings with no `KeyValue` object each: decode and views 16% less CPU per span, about 5% of
+  decode + map with the correlation, paired in one process; the floors below read the same way.
+  What bounds it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole
+  job (the floor read with the wanted values kept, then for each model call the record's fields with
+  no value checked and no dialect told apart, and one entry in a memory capped like the
+  correlation's, run in the receiver's place over loopback) reached 109,752 spans/s in this run,
+  8.8 us per span: 60,000 is within reach of a Python receiver, so the target is not out of reach,
+  only not met. In process the least records and memory add 2.1 us to the floor read (4.5 us), and
+  decode + map as the receiver is 12.4 us, under the 16.7; the receiver over loopback took 21.3 us,
+  and the 7.5 us it spends beyond the decode + map in process and its HTTP (1.4 us) is not
+  apportioned. Measured and ruled out as its cause: HTTP, queue and dispatch with a mapping that does
+  nothing (0.8 us per span); the mapping in a thread beside a dispatcher thread and a queue, or in
+  four threads at once (11-13 us, as in process); a busy process on the other core (no change);
+  copy-on-write faults from the forked clients (about 15,000 minor faults a run, 0.2-0.4 us per span;
+  system time 1.3-1.8 us in all). Timed inside the receiver, its decode + map alone takes that CPU
+  (12-18 us per span, against 11-14 in process in the same hour): the same code runs slower there,
+  and which of the machine's states does it is not found. The rows at Python's young threshold and
+  with nothing frozen were faster than the headline in this run (56,368 and 55,008); taken in turn
+  outside it they were 48,557 and 42,301 against the sidecar's settings' 49,836 (a process holding
+  this run's bodies), 44,419 and 51,953 against 49,035 (one holding the protobuf bodies only): the
+  run's moment decides those rows more than their settings. Reading
+  the wanted values off the upb messages (the floor read) is 12x the bare decode, so the 10x mapping
+  bound is out of reach through the protobuf message API. Tried and measured, not kept: mypyc
+  compiling the mapping, plan, usage-block and correlation modules (about 10% less CPU for plan +
+  map, the correlation unchanged; a C build step and two code paths to test); reading the attributes
+  as raw bytes through a narrowed schema (no faster than upb's messages); decode + map in two worker
+  processes with the correlation in the receiver (41,000-44,000 spans/s against 38,000-41,000 in
+  process on this two-core machine: the receiver's own CPU fell to 12.3 us per span, the two cores
+  shared with the clients are the bound); evicting the correlation memory per request, one lock
+  around decode + map, pinning the clients and the receiver to separate CPUs.
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
   its own: it adds a record's token counts into the cell of its rates and works dollars out once per
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -42,7 +43,7 @@ from exporter.sources.otlp.attributes import (
 )
 from exporter.sources.otlp.blocks import COMPLETENESS_ORDER, completeness, usage_block
 from exporter.sources.otlp.correlate import correlate
-from exporter.sources.otlp.decode import _pb_value, parse_protobuf, spans_from_protobuf
+from exporter.sources.otlp.decode import UndecodableRequest, _pb_value, parse_protobuf, spans_from_protobuf
 from exporter.sources.otlp.dialects import (
     DETECT_VALUE_KEYS,
     DIALECT_KEYS,
@@ -404,3 +405,17 @@ def test_a_repeated_attribute_name_keeps_its_last_value_as_before() -> None:
     (fast,) = spans_from_protobuf(parse_protobuf(body), MappingOptions())
     (slow,) = reference_spans_from_protobuf(ExportTraceServiceRequest.FromString(body), MappingOptions())
     assert fast.attrs == slow.attrs == {"gen_ai.request.model": "gpt-4o-mini"}
+
+
+def test_invalid_utf8_refuses_a_request_only_in_what_the_mapping_reads() -> None:
+    """A span name is never read (the read schema keeps it as an unknown field): its bytes are not
+    checked; an attribute value still is, and refuses the request as before (HTTP 400)."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add(
+        trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="NAMEX")
+    span.attributes.add(key="gen_ai.request.model").value.string_value = "VALUX"
+    body = request.SerializeToString()
+    (view,) = spans_from_protobuf(parse_protobuf(body.replace(b"NAMEX", b"NAM\xff\xfe")), MappingOptions())
+    assert view.attrs == {"gen_ai.request.model": "VALUX"}
+    with pytest.raises(UndecodableRequest):
+        parse_protobuf(body.replace(b"VALUX", b"VAL\xff\xfe"))
