@@ -47,6 +47,10 @@ ENVS: dict[str, Env] = {
                 "opentelemetry-instrumentation-openai-v2==2.4b0",
                 # 2.4b0 asks for util-genai>=0.4b0.dev but imports util.genai.instruments, gone in 1.2b0
                 "opentelemetry-util-genai==1.1b0",
+                # what pip resolved when the fixtures were captured (they record it): pinned so a
+                # release of either cannot change a fresh machine's capture
+                "opentelemetry-instrumentation==0.66b2",
+                "opentelemetry-semantic-conventions==0.66b2",
                 OPENAI,
                 HTTPX,
                 *OTEL_SDK,
@@ -59,6 +63,8 @@ ENVS: dict[str, Env] = {
             (
                 "opentelemetry-instrumentation-openai==0.62.4",
                 "opentelemetry-instrumentation-anthropic==0.62.4",
+                "opentelemetry-semantic-conventions-ai==0.5.1",  # recorded by the fixtures, as above
+                "opentelemetry-instrumentation==0.66b2",
                 OPENAI,
                 ANTHROPIC,
                 *OTEL_SDK,
@@ -71,6 +77,8 @@ ENVS: dict[str, Env] = {
             (
                 "openinference-instrumentation-openai==0.1.66",
                 "openinference-instrumentation-anthropic==3.1.0",
+                "openinference-instrumentation==0.1.72",  # recorded by the fixtures, as above
+                "openinference-semantic-conventions==0.1.42",
                 OPENAI,
                 ANTHROPIC,
                 *OTEL_SDK,
@@ -88,6 +96,7 @@ ENVS: dict[str, Env] = {
                 "anthropic==0.125.0",
                 "opentelemetry-sdk==1.45.1",
                 "opentelemetry-exporter-otlp==1.45.1",
+                "opentelemetry-exporter-otlp-proto-http==1.45.1",  # recorded by the fixtures
                 "opentelemetry-instrumentation==0.66b1",
                 "opentelemetry-semantic-conventions==0.66b1",
             ),
@@ -102,8 +111,11 @@ ENVS: dict[str, Env] = {
         Env(
             "litellm",
             # litellm 1.110.2's SDK response-cache hit path imports its proxy code (fastapi, orjson)
-            # and its audio helpers (soundfile): without them a cache hit raises ModuleNotFoundError
-            ("litellm==1.110.2", "fastapi==0.165.0", "orjson==3.13.0", "soundfile==0.14.0", HTTPX, *OTEL_SDK),
+            # and its audio helpers (soundfile): without them a cache hit raises ModuleNotFoundError.
+            # openai pinned too: litellm takes any openai, and the fixtures record the one it ran with
+            # (openai 3.60.0's release failed the capture check on a fresh machine)
+            ("litellm==1.110.2", "fastapi==0.165.0", "orjson==3.13.0", "soundfile==0.14.0", OPENAI, HTTPX,
+             *OTEL_SDK),
             ("litellm_otel", "litellm_otel_latest", "litellm_payload"),
             ("openai", "httpx"),
         ),
