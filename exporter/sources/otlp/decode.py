@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -43,21 +43,6 @@ def _pb_value(value: Any) -> Any:
     if kind is None:
         return None
     return Unsupported(kind)
-
-
-def kept_attributes(kvs: Iterable[Any], options: MappingOptions, value_of: Callable[[Any], Any]) -> dict[str, Any]:
-    """The wanted ``key``/``value`` pairs of a list of KeyValues (protobuf messages or typed JSON structs),
-    each value read by ``value_of`` only once its name is wanted."""
-    out: dict[str, Any] = {}
-    decisions = options._decisions
-    for kv in kvs:
-        key = kv.key
-        keep = decisions.get(key)
-        if keep is None:
-            keep = options.wanted(key)
-        if keep:
-            out[key] = value_of(kv.value)
-    return out
 
 
 def parse_protobuf(body: bytes) -> Any:

@@ -31,7 +31,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from exporter.sources.otlp.attributes import BadValue, Unsupported
-from exporter.sources.otlp.decode import _json_id, _json_int, kept_attributes
+from exporter.sources.otlp.decode import _json_id, _json_int
 from exporter.sources.otlp.spans import MappingOptions, Rejected, SpanView
 
 # orjson's integers: beyond them it returns a float, which the general decoder refuses as a count
@@ -145,7 +145,19 @@ def _value(raw: Raw) -> Any:
 
 
 def _attrs(kvs: list[_KeyValue] | None, options: MappingOptions) -> dict[str, Any]:
-    return kept_attributes(kvs, options, _value) if kvs else {}
+    """The wanted names of a span's or resource's attributes, each value decoded only once its name is wanted."""
+    out: dict[str, Any] = {}
+    if not kvs:
+        return out
+    decisions = options._decisions
+    for kv in kvs:
+        key = kv.key
+        keep = decisions.get(key)
+        if keep is None:
+            keep = options.wanted(key)
+        if keep:
+            out[key] = _value(kv.value)
+    return out
 
 
 def _time(value: int | str | None) -> int:
