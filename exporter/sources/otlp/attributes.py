@@ -129,10 +129,11 @@ def read_count(attrs: Mapping[str, Any], key: str) -> int | None:
 def first_count(attrs: Mapping[str, Any], keys: Iterable[str]) -> int | None:
     """The first count present among ``keys``."""
     for key in keys:
-        if attrs.get(key) is not None:  # the common absent name costs no call
-            value = read_count(attrs, key)
-            if value is not None:
+        value = attrs.get(key)
+        if value is not None:  # the common absent name costs no call, a plain count none either
+            if type(value) is int and 0 <= value <= MAX_COUNT:
                 return value
+            return read_count(attrs, key)
     return None
 
 

@@ -12,6 +12,11 @@ A print is a plain tuple of strings and numbers, and the matched ones are a
 set of arrival numbers, so the memory's tens of thousands of prints hold no object
 the garbage collector has to walk (as dataclasses they were half the objects it
 walked on each full collection, 72 ms a time at 65,536 entries).
+
+A fingerprint with one print (nearly every one: two spans share a model and
+all four usage numbers when two instrumentations report one call) holds the
+print itself, not a dict of queues, so the common span adds, matches and
+forgets its print without making or dropping two containers.
 """
 
 from __future__ import annotations
@@ -27,24 +32,59 @@ Fingerprint = tuple[str, int, int, int, int]
 # arrival number (unique). A plain tuple: the collector untracks exact tuples of atoms, not a
 # NamedTuple's.
 Print = tuple[str, int, int, bool, int]
+# A fingerprint's prints: the print alone, or its queues once it has several.
+Held = Print | dict[tuple[str, bool], deque[Print]]
 
 
 @dataclass(slots=True)
 class PrintIndex:
-    queues: dict[Fingerprint, dict[tuple[str, bool], deque[Print]]] = field(default_factory=dict)
+    queues: dict[Fingerprint, Held] = field(default_factory=dict)
     matched: set[int] = field(default_factory=set)  # seq of the prints matched and not forgotten yet
 
     def add(self, fingerprint: Fingerprint, entry: Print) -> None:
-        queues = self.queues.setdefault(fingerprint, {})
-        queues.setdefault((entry[0], entry[3]), deque()).append(entry)
+        held = self.queues.get(fingerprint)
+        if held is None:
+            self.queues[fingerprint] = entry
+            return
+        if isinstance(held, tuple):
+            held = self.queues[fingerprint] = {(held[0], held[3]): deque((held,))}
+        held.setdefault((entry[0], entry[3]), deque()).append(entry)
+
+    def prints(self) -> list[Print]:
+        """Every print held, unmatched and not forgotten (for tests and sizing)."""
+        out: list[Print] = []
+        for held in self.queues.values():
+            if isinstance(held, tuple):
+                out.append(held)
+            else:
+                out.extend(entry for queue in held.values() for entry in queue)
+        return out
 
     def match(self, fingerprint: Fingerprint, dialect: str, has_response_id: bool, end_ns: int,
               tolerance_ns: int, families: Container[int]) -> int | None:
         """The family of the earliest print of another dialect ending within the tolerance
         (never two with response ids), now matched; None when there is none."""
-        queues = self.queues.get(fingerprint)
-        if not queues:
+        held = self.queues.get(fingerprint)
+        if held is None:
             return None
+        best: Print | None = None
+        if isinstance(held, tuple):
+            if (held[0] == dialect or (held[3] and has_response_id)
+                    or abs(held[1] - end_ns) > tolerance_ns or held[2] not in families):
+                return None
+            best = held
+        else:
+            best = self._earliest(held, dialect, has_response_id, end_ns, tolerance_ns, families)
+        if best is None:
+            return None
+        self.matched.add(best[4])
+        self.drop(fingerprint, best)
+        return best[2]
+
+    @staticmethod
+    def _earliest(queues: dict[tuple[str, bool], deque[Print]], dialect: str, has_response_id: bool,
+                  end_ns: int, tolerance_ns: int, families: Container[int]) -> Print | None:
+        """``match``'s scan of a fingerprint's queues: the earliest print that may match."""
         best: Print | None = None
         for (other, has_id), queue in queues.items():
             if other == dialect or (has_id and has_response_id):
@@ -56,11 +96,7 @@ class PrintIndex:
                     continue
                 best = entry
                 break
-        if best is None:
-            return None
-        self.matched.add(best[4])
-        self.drop(fingerprint, best)
-        return best[2]
+        return best
 
     def forget(self, fingerprint: Fingerprint, entry: Print) -> None:
         """``entry`` is out of the memory's window: drop it unless it was matched (then it left
@@ -73,6 +109,10 @@ class PrintIndex:
     def drop(self, fingerprint: Fingerprint, entry: Print) -> None:
         """Forget ``entry`` (matched, or out of the memory's window)."""
         queues = self.queues.get(fingerprint)
+        if isinstance(queues, tuple):
+            if queues[4] == entry[4]:  # seq: unique
+                del self.queues[fingerprint]
+            return
         key = (entry[0], entry[3])
         queue = queues.get(key) if queues is not None else None
         if queues is None or queue is None:
@@ -87,4 +127,4 @@ class PrintIndex:
                 del self.queues[fingerprint]
 
 
-__all__ = ["Fingerprint", "Print", "PrintIndex"]
+__all__ = ["Fingerprint", "Held", "Print", "PrintIndex"]

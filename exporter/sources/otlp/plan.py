@@ -104,7 +104,8 @@ def plan_for(
     scope_name: str,
     tenant_attributes: tuple[str, ...],
 ) -> Plan:
-    """The cached plan of ``attrs``' shape in ``plans`` (one cache per ``MappingOptions``)."""
+    """The cached plan of ``attrs``' shape in ``plans`` (one cache per ``MappingOptions``; ``map_spans``
+    looks the same key up inline first)."""
     shape = (scope_name, *attrs)
     plan = plans.get(shape)
     if plan is None:

@@ -37,8 +37,7 @@ def test_remembered_prints_families_and_entries_are_untracked() -> None:
     assert isinstance(correlator, SpanCorrelator)
     for _ in range(3):  # the collector untracks a tuple of atoms when it looks at it: at worst one
         gc.collect()    # nesting level a pass (an entry holds a pair of tuples)
-    prints = [entry for queues in correlator._prints.queues.values() for queue in queues.values()
-              for entry in queue]
+    prints = correlator._prints.prints()
     families = list(correlator._families.values())
     order = list(correlator._order)
     assert len(prints) == len(families) == 200 and len(order) >= 600

@@ -57,16 +57,16 @@ def semconv_counts(
 ) -> UsageCounts:
     """The current semconv counts (input, output, cache read and write, total) with what a
     dialect knows beyond them; the dialects that write these names share this reading."""
-    return UsageCounts(
+    return UsageCounts(  # positional: the fields in their declared order
         read_count(attrs, A_INPUT),
         read_count(attrs, A_OUTPUT),
         first_count(attrs, CACHE_READ_KEYS),
         first_count(attrs, CACHE_WRITE_KEYS),
         read_count(attrs, A_TOTAL),
-        write_5m=write_5m,
-        write_1h=write_1h,
-        includes_cache=includes_cache,
-        flags=flags,
+        write_5m,
+        write_1h,
+        includes_cache,
+        flags,
     )
 
 
