@@ -71,6 +71,22 @@ def _map_attributes(attributes: Any, options: MappingOptions) -> dict[str, Any]:
     return out
 
 
+_MAX_KINDS = 4096  # names whose value kind is remembered, per options (clients choose the names)
+
+
+def _kinds(options: MappingOptions) -> dict[str, str]:
+    """Per wanted name, the kind its string or int value had last (``string_value``/``int_value``).
+
+    The decode reads that member first: a value that is not the member's default (0, "") proves
+    the kind, since an unset member of a oneof reads as its default, so one read replaces
+    ``WhichOneof`` and a read. A default or another kind falls back to ``WhichOneof``.
+    """
+    kinds = options._memory.get("value_kinds")
+    if kinds is None:
+        kinds = options._memory.setdefault("value_kinds", {})
+    return kinds  # type: ignore[no-any-return]
+
+
 def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> list[SpanView]:
     """Every span of a request ``parse_protobuf`` parsed, its wanted attributes read off the upb messages.
 
@@ -81,6 +97,7 @@ def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> 
     opts = options or DEFAULT_OPTIONS
     decisions = opts._decisions
     wanted = opts.wanted
+    kinds = _kinds(opts)
     views: list[SpanView] = []
     append = views.append
     for resource_spans in request.resource_spans:
@@ -96,6 +113,12 @@ def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> 
                         keep = wanted(key)
                     if keep:
                         value = attributes[key]
+                        kind = kinds.get(key)
+                        if kind is not None:
+                            got = getattr(value, kind)
+                            if got:  # not the default: the value IS of this kind (one oneof member is set)
+                                attrs[key] = got
+                                continue
                         kind = value.WhichOneof("value")
                         if kind == "string_value":
                             attrs[key] = value.string_value
@@ -103,8 +126,12 @@ def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> 
                             attrs[key] = value.int_value
                         elif kind is None:
                             attrs[key] = None
+                            continue
                         else:
                             attrs[key] = _pb_value(value)
+                            continue
+                        if len(kinds) < _MAX_KINDS:
+                            kinds[key] = kind
                 append(
                     SpanView(
                         attrs,

@@ -320,6 +320,7 @@ def _any_value(value: Any) -> AnyValue:
     return out  # None: an empty AnyValue
 
 
+DECODE_OPTIONS = MappingOptions()
 PB_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
                       st.sampled_from(WORDS), st.just(b"\x00\x01"), st.just(["x"]))
 PROMPT_NAMES = ["gen_ai.prompt.0.content", "llm.input_messages.0.message.content", "input.value"]
@@ -346,11 +347,33 @@ def test_protobuf_decode_equals_the_reference(
             for key, value in attributes:
                 span.attributes.add(key=key, value=_any_value(value))
     body = request.SerializeToString()
-    fast = spans_from_protobuf(parse_protobuf(body), MappingOptions())  # the read schema: attributes as maps
+    # the read schema (attributes as maps), with options shared across examples: the value kinds the decoder
+    # remembers per name (``decode._kinds``) come from earlier spans, whose values had other types
+    fast = spans_from_protobuf(parse_protobuf(body), DECODE_OPTIONS)
     slow = reference_spans_from_protobuf(ExportTraceServiceRequest.FromString(body), MappingOptions())
     assert [(_comparable(v.attrs), _rest(v)) for v in fast] == [(_comparable(v.attrs), _rest(v)) for v in slow]
     for view in fast:
         assert not set(view.attrs) & set(PROMPT_NAMES)  # prompt text is never decoded
+
+
+def test_a_name_whose_value_changes_kind_is_read_as_its_own_kind_every_time() -> None:
+    """The kind remembered for a name is only tried first: a default (0, "") or another kind is read again."""
+    values: list[Any] = [7, "7", 0, "", None, True, False, 2.5, 0.0, b"\x00", ["x"], 9, "nine", 0]
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add()
+    for i, value in enumerate(values):
+        span = spans.spans.add(trace_id=bytes([1]) * 16, span_id=bytes([i + 1]) * 8)
+        for key in ("gen_ai.usage.input_tokens", "gen_ai.request.model"):
+            span.attributes.add(key=key, value=_any_value(value))
+    body = request.SerializeToString()
+    options = MappingOptions()
+    for _ in range(2):  # the second time every name starts with a kind remembered
+        fast = spans_from_protobuf(parse_protobuf(body), options)
+        slow = reference_spans_from_protobuf(ExportTraceServiceRequest.FromString(body), MappingOptions())
+        assert [_comparable(v.attrs) for v in fast] == [_comparable(v.attrs) for v in slow]
+    assert [type(v.attrs["gen_ai.usage.input_tokens"]).__name__ for v in fast] == [
+        "int", "str", "int", "str", "NoneType", "bool", "bool", "float", "float", "Unsupported", "Unsupported",
+        "int", "str", "int"]
 
 
 def _comparable(attrs: Mapping[str, Any]) -> list[Any]:
