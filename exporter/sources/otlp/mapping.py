@@ -85,6 +85,7 @@ from exporter.sources.otlp.decode import (
     spans_from_protobuf,
 )
 from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
+from exporter.sources.otlp.dialects.base import read_counts
 from exporter.sources.otlp.gateway import gateway_keys
 from exporter.sources.otlp.json_typed import typed_spans
 from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
@@ -223,7 +224,14 @@ def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
             tenant = first_string(span.resource, opts.tenant_attributes)
         if tenant is not None:
             record["tenant"] = tenant
-        if dialect.usage is not None:
+        if plan.counts is not None:  # the plan's dialect: the count names this shape carries, read as they are
+            usage, flags = usage_block(read_counts(attrs, plan.counts, dialect.counts_include_cache), dialect,
+                                       opts.input_includes_cache)
+            if usage:
+                record["usage"] = usage
+            if flags:
+                record["source_flags"] = completeness(flags)
+        elif dialect.usage is not None:
             usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
             if usage:
                 record["usage"] = usage

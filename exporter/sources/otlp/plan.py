@@ -3,7 +3,8 @@
 Spans of one instrumentation repeat the same shape by the thousand, so every
 decision that depends only on which names a span carries is made once per
 shape instead of once per span: which of the model, provider and tenant names
-are present (the mapping then reads only those, in the same precedence),
+are present (the mapping then reads only those, in the same precedence), and
+of the dialect's count names, when its counts are plain attributes,
 whether any roll-up, savings, optimizer or gateway name is there at all, and
 the dialect, when its detection depends on names alone. Detection reads values
 only of ``DETECT_VALUE_KEYS`` (langfuse's observation type); a span carrying
@@ -40,6 +41,7 @@ from exporter.sources.otlp.attributes import (
     S_WOULD,
 )
 from exporter.sources.otlp.dialects import DETECT_VALUE_KEYS, Dialect, detect_dialect
+from exporter.sources.otlp.dialects.base import CountPairs
 from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
 from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 from exporter.sources.otlp.gateway import S_RESPONSE_CACHE
@@ -69,6 +71,7 @@ class Plan(NamedTuple):
     optimizer: bool
     gateway: bool  # any name gateway_keys reads
     own: bool  # an llm_savings.* name: this project's own span (never correlated)
+    counts: CountPairs | None  # the dialect's count names the span carries, when it reads plain counts
 
 
 def _present(keys: Iterable[str], names: frozenset[str]) -> tuple[str, ...]:
@@ -82,6 +85,7 @@ def build_plan(
     names = frozenset(attrs)
     dialect = UNDECIDED if names & DETECT_VALUE_KEYS else detect_dialect(attrs, scope_name)
     has_savings = any(key in names for key in SAVINGS_KEYS)
+    plain = dialect.counts if isinstance(dialect, Dialect) else None
     return Plan(
         rollup=bool(names & _ROLLUP_KEYS),
         model_keys=_present(MODEL_KEYS, names),
@@ -95,6 +99,7 @@ def build_plan(
         optimizer=bool(names & _OPTIMIZER_KEYS),
         gateway=bool(names & _GATEWAY_KEYS),
         own=any(key.startswith("llm_savings.") for key in names),
+        counts=plain.pairs(names) if plain is not None else None,
     )
 
 

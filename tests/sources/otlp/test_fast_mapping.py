@@ -54,7 +54,7 @@ from exporter.sources.otlp.dialects import (
     UsageCounts,
     detect_dialect,
 )
-from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
+from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT, CountNames, read_counts
 from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 from exporter.sources.otlp.gateway import S_REQUESTED_MODEL, S_RESPONSE_CACHE, S_SERVICE_TIER, gateway_keys
 from exporter.sources.otlp.mapping import (
@@ -266,6 +266,39 @@ def test_completeness_equals_the_reference(flags: list[str]) -> None:
 def test_provider_folding_equals_the_reference_and_repeats(name: str) -> None:
     """Folded names are remembered (a bounded cache): the second answer is the first."""
     assert normalise_provider(name) == reference_provider(name) == normalise_provider(name)
+
+
+def reference_read_counts(attrs: Mapping[str, Any], names: CountNames) -> tuple[int | None, ...]:
+    """Each count: ``read_count`` of the first of its names whose value is there."""
+    values = []
+    for slot in names:
+        present = [name for name in slot if attrs.get(name) is not None]
+        values.append(read_count(attrs, present[0]) if present else None)
+    return tuple(values)
+
+
+COUNTED = [dialect for dialect in DIALECTS if dialect.counts is not None]
+
+
+@PROPERTY
+@given(st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=10), st.sampled_from(COUNTED))
+def test_a_counted_dialect_reads_the_names_a_shape_carries_as_all_its_names(
+    attrs: dict[str, Any], dialect: Dialect
+) -> None:
+    """The plan's cut of a dialect's count names (``CountNames.pairs`` of the shape) reads what the
+    dialect's own usage and the plain reference read, malformed values rejected alike."""
+    assert dialect.counts is not None
+
+    def outcome(read: Any) -> Any:
+        try:
+            return tuple(read())[:5]
+        except BadValue as bad:
+            return bad.reason, bad.detail
+
+    cut = dialect.counts.pairs(frozenset(attrs))
+    expected = outcome(lambda: reference_read_counts(attrs, dialect.counts))
+    assert outcome(lambda: read_counts(attrs, cut, dialect.counts_include_cache)) == expected
+    assert outcome(lambda: dialect.usage(attrs)) == expected  # type: ignore[misc]
 
 
 def test_every_dialect_is_reachable_by_the_random_names() -> None:

@@ -9,7 +9,10 @@ gen_ai cache names, or the savings attributes any span may carry). A span no
 dialect claims maps with ``FALLBACK`` when it is a model call at all.
 
 Adding a dialect: a new module here with its attribute names as constants,
-``detect``, ``usage`` and a ``DIALECT``, and one line in ``DIALECTS``.
+``detect``, ``usage`` and a ``DIALECT``, and one line in ``DIALECTS``. A dialect
+whose counts are plain attributes names them instead of reading them
+(``base.counted`` with ``CountNames``): the mapping then reads only the names
+a span's shape carries.
 """
 
 from __future__ import annotations

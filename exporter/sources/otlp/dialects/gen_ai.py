@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import first_count, read_count
-from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import CountNames, UsageCounts, counted, read_counts
 
 A_INPUT = "gen_ai.usage.input_tokens"
 A_OUTPUT = "gen_ai.usage.output_tokens"
@@ -47,6 +46,13 @@ def detect_cache_only(attrs: Mapping[str, Any], scope_name: str) -> bool:
     return any(k in attrs for k in CACHE_READ_KEYS) or any(k in attrs for k in CACHE_WRITE_KEYS)
 
 
+# The current semconv counts (the total without OpenLLMetry's name: the dialects that share this
+# reading take only the semconv total), and gen_ai's own reading, with OpenLLMetry's total after it.
+SEMCONV_COUNTS = CountNames((A_INPUT,), (A_OUTPUT,), CACHE_READ_KEYS, CACHE_WRITE_KEYS, (A_TOTAL,))
+COUNTS = SEMCONV_COUNTS._replace(total=(A_TOTAL, A_LEGACY_TOTAL))
+_SEMCONV_PAIRS = SEMCONV_COUNTS.pairs()
+
+
 def semconv_counts(
     attrs: Mapping[str, Any],
     *,
@@ -57,31 +63,12 @@ def semconv_counts(
 ) -> UsageCounts:
     """The current semconv counts (input, output, cache read and write, total) with what a
     dialect knows beyond them; the dialects that write these names share this reading."""
-    return UsageCounts(  # positional: the fields in their declared order
-        read_count(attrs, A_INPUT),
-        read_count(attrs, A_OUTPUT),
-        first_count(attrs, CACHE_READ_KEYS),
-        first_count(attrs, CACHE_WRITE_KEYS),
-        read_count(attrs, A_TOTAL),
-        write_5m,
-        write_1h,
-        includes_cache,
-        flags,
-    )
+    counts = read_counts(attrs, _SEMCONV_PAIRS, includes_cache, flags)
+    if write_5m is None and write_1h is None:
+        return counts
+    return counts._replace(write_5m=write_5m, write_1h=write_1h)
 
 
-def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    inp, out = read_count(attrs, A_INPUT), read_count(attrs, A_OUTPUT)
-    read = first_count(attrs, CACHE_READ_KEYS)
-    write = first_count(attrs, CACHE_WRITE_KEYS)
-    total = read_count(attrs, A_TOTAL)
-    if total is None:  # OpenLLMetry's name
-        total = read_count(attrs, A_LEGACY_TOTAL)
-    return UsageCounts(inp, out, read, write, total)
+KEYS: frozenset[str] = COUNTS.keys()
 
-
-KEYS = frozenset({A_INPUT, A_OUTPUT, A_TOTAL, A_LEGACY_TOTAL, *CACHE_READ_KEYS, *CACHE_WRITE_KEYS})
-
-DIALECT = Dialect(
-    name="gen_ai", detect=detect, usage=usage, keys=KEYS, detect_shared=detect_cache_only
-)
+DIALECT = counted("gen_ai", detect, COUNTS, detect_shared=detect_cache_only)

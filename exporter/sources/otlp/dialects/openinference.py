@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import read_count
-from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import CountNames, counted
 
 A_OI_PROMPT = "llm.token_count.prompt"
 A_OI_COMPLETION = "llm.token_count.completion"
@@ -39,20 +38,5 @@ def detect(attrs: Mapping[str, Any], scope_name: str) -> bool:
     )
 
 
-def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    return UsageCounts(
-        read_count(attrs, A_OI_PROMPT),
-        read_count(attrs, A_OI_COMPLETION),
-        read_count(attrs, A_OI_CACHE_READ),
-        read_count(attrs, A_OI_CACHE_WRITE),
-        read_count(attrs, A_OI_TOTAL),
-        includes_cache=True,
-    )
-
-
-DIALECT = Dialect(
-    name="openinference",
-    detect=detect,
-    usage=usage,
-    keys=frozenset({A_OI_PROMPT, A_OI_COMPLETION, A_OI_TOTAL, A_OI_CACHE_READ, A_OI_CACHE_WRITE}),
-)
+COUNTS = CountNames((A_OI_PROMPT,), (A_OI_COMPLETION,), (A_OI_CACHE_READ,), (A_OI_CACHE_WRITE,), (A_OI_TOTAL,))
+DIALECT = counted("openinference", detect, COUNTS, includes_cache=True)

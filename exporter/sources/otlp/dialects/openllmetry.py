@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from exporter.sources.otlp.dialects import gen_ai
-from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import counted
 
 # Only the scopes captured: the opentelemetry.instrumentation.* namespace is shared with the
 # official contrib instrumentations (openai_v2, botocore, google_genai, vertexai...), which
@@ -36,8 +36,4 @@ def detect(attrs: Mapping[str, Any], scope_name: str) -> bool:
     return has_usage and (scope_name in _EXACT or scope_name.startswith(SCOPES[0]))
 
 
-def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    return gen_ai.usage(attrs)._replace(includes_cache=True)
-
-
-DIALECT = Dialect(name="openllmetry", detect=detect, usage=usage, keys=gen_ai.KEYS)
+DIALECT = counted("openllmetry", detect, gen_ai.COUNTS, includes_cache=True)

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.sources.otlp.attributes import first_count, read_count
 from exporter.sources.otlp.dialects import gen_ai
-from exporter.sources.otlp.dialects.base import Dialect, UsageCounts
+from exporter.sources.otlp.dialects.base import counted
 
 PAI_CACHE_READ_KEYS = (
     "gen_ai.usage.cache_read_tokens",
@@ -42,23 +41,7 @@ def detect(attrs: Mapping[str, Any], scope_name: str) -> bool:
     return has_gen_ai and scope_name.lower().startswith(_SCOPES)
 
 
-def usage(attrs: Mapping[str, Any]) -> UsageCounts:
-    inp, out = read_count(attrs, gen_ai.A_INPUT), read_count(attrs, gen_ai.A_OUTPUT)
-    read = first_count(attrs, gen_ai.CACHE_READ_KEYS)
-    write = first_count(attrs, gen_ai.CACHE_WRITE_KEYS)
-    if read is None:
-        read = first_count(attrs, PAI_CACHE_READ_KEYS)
-    if write is None:
-        write = first_count(attrs, PAI_CACHE_WRITE_KEYS)
-    total = read_count(attrs, gen_ai.A_TOTAL)
-    if total is None:
-        total = read_count(attrs, gen_ai.A_LEGACY_TOTAL)
-    return UsageCounts(inp, out, read, write, total, includes_cache=True)
-
-
-DIALECT = Dialect(
-    name="pydantic_ai",
-    detect=detect,
-    usage=usage,
-    keys=gen_ai.KEYS | {*PAI_CACHE_READ_KEYS, *PAI_CACHE_WRITE_KEYS},
-)
+# the gen_ai cache names first, then pydantic-ai's own
+COUNTS = gen_ai.COUNTS._replace(cache_read=gen_ai.CACHE_READ_KEYS + PAI_CACHE_READ_KEYS,
+                                cache_write=gen_ai.CACHE_WRITE_KEYS + PAI_CACHE_WRITE_KEYS)
+DIALECT = counted("pydantic_ai", detect, COUNTS, includes_cache=True)
