@@ -298,9 +298,15 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
     return best
 
 
+# Per attribute name, the value's kind last seen (the floors read values as the receiver's decode
+# does, ``decode._kinds``: that member first, WhichOneof only when it reads as its default).
+_KINDS: dict[str, str] = {}
+
+
 def walk(body: bytes) -> None:
     """The floor of any Python reading: parse, then every span's ids and times and every attribute's
-    name and value (``WhichOneof`` + the field), as the upb message API gives them (the receiver's read
+    name and value (the field of the kind the name had last, else ``WhichOneof`` + the field, as the
+    receiver's decode reads them), as the upb message API gives them (the receiver's read
     schema, ``pb_schema``: attributes as maps); nothing mapped."""
     request = TraceRequest.FromString(body)
     for resource_spans in request.resource_spans:
@@ -311,8 +317,14 @@ def walk(body: bytes) -> None:
                 attributes = span.attributes
                 for key in attributes:
                     value = attributes[key]
-                    kind = value.WhichOneof("value")
-                    read.append((key, getattr(value, kind) if kind else None))
+                    kind = _KINDS.get(key)
+                    got = getattr(value, kind) if kind else None
+                    if not got:  # as the receiver's decode: the kind remembered first, else WhichOneof
+                        kind = value.WhichOneof("value")
+                        got = getattr(value, kind) if kind else None
+                        if kind:
+                            _KINDS[key] = kind
+                    read.append((key, got))
                 del read
 
 
@@ -326,7 +338,7 @@ def wanted_keys(body: bytes) -> frozenset[str]:
 
 def floor_read(body: bytes, keep: Container[str]) -> int:
     """The least a mapping *needs* read off the parsed messages: parse, then each span's ids and
-    times, every attribute's key, and the value (``WhichOneof`` + the field) of only the
+    times, every attribute's key, and the value (read as ``walk`` reads it) of only the
     attributes some dialect reads (``keep``, from ``wanted_keys``: prompt text is never read);
     nothing mapped or kept. The number of spans read. Through the receiver's read schema (``pb_schema``,
     attributes as maps: the fastest reading found, so the floor stays below the receiver's)."""
@@ -342,8 +354,14 @@ def floor_read(body: bytes, keep: Container[str]) -> int:
                 for key in attributes:
                     if key in keep:
                         value = attributes[key]
-                        kind = value.WhichOneof("value")
-                        read.append(getattr(value, kind) if kind else None)
+                        kind = _KINDS.get(key)
+                        got = getattr(value, kind) if kind else None
+                        if not got:  # as the receiver's decode: the kind remembered first, else WhichOneof
+                            kind = value.WhichOneof("value")
+                            got = getattr(value, kind) if kind else None
+                            if kind:
+                                _KINDS[key] = kind
+                        read.append(got)
                 count += 1
             del read
     return count
@@ -389,8 +407,14 @@ def floor_job(cap: int = CORRELATION_MAX_ENTRIES) -> Callable[[bytes, Container[
                     for key in attributes:
                         if key in keep:
                             value = attributes[key]
-                            kind = value.WhichOneof("value")
-                            attrs[key] = getattr(value, kind) if kind else None
+                            kind = _KINDS.get(key)
+                            got = getattr(value, kind) if kind else None
+                            if not got:  # as the receiver's decode: the kind remembered first, else WhichOneof
+                                kind = value.WhichOneof("value")
+                                got = getattr(value, kind) if kind else None
+                                if kind:
+                                    _KINDS[key] = kind
+                            attrs[key] = got
                     model = _first(attrs, _FLOOR_MODEL)
                     if model is None:
                         continue

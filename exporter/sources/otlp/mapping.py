@@ -217,8 +217,8 @@ def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
             record["model"] = model
         if plan.provider_keys:
             provider = first_string(attrs, plan.provider_keys)
-            if provider is not None:
-                record["provider"] = normalise_provider(provider)
+            if provider is not None:  # normalise_provider's cache, looked up inline first
+                record["provider"] = _FOLDED.get(provider) or normalise_provider(provider)
         tenant = first_string(attrs, plan.tenant_keys) if plan.tenant_keys else None
         if tenant is None and span.resource:
             tenant = first_string(span.resource, opts.tenant_attributes)
@@ -291,8 +291,12 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
             plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
         pairs.append((span, _map(span, opts, plan)))
         owns.append(plan.own)
+    records = result.records
     for outcome in correlate(pairs, opts, owns):
-        result.add(outcome)
+        if type(outcome) is Mapped:  # BatchResult.add's common case, inline
+            records.append(outcome.record)
+        else:
+            result.add(outcome)
     return result
 
 
