@@ -47,7 +47,12 @@ does. The receiver's CPU per span over loopback is then broken down: decode +
 map as the receiver in process, the HTTP server, queue and dispatcher (the
 floor run's CPU less the in-process floor read), and the rest, not apportioned
 (the collector beyond what it takes in process; four connections worked on at
-once, which the same runs from one client at a time show apart).
+once, which the same runs from one client at a time show apart). Last, when
+valgrind is installed (not with ``--quick``), the instructions per span of
+decode + map in process and in the receiver over loopback
+(``bench_otlp_instructions``): the same work counts the same whatever the
+machine's speed, so a change's effect is read there, and the two counts say
+whether the receiver's extra CPU is extra work or the same work run slower.
 """
 
 from __future__ import annotations
@@ -91,6 +96,7 @@ from exporter.sources.otlp.spans import (  # noqa: E402
     BatchResult,
     MappingOptions,
 )
+from tests.bench import bench_otlp_instructions  # noqa: E402
 from tests.bench.benchlib import Row, verdict  # noqa: E402
 from tests.fixtures.otlp.spans import IGNORED, MODEL_CALLS, make_spans  # noqa: E402
 
@@ -104,6 +110,7 @@ PYTHON_YOUNG = 700  # CPython's own
 SIDECAR_SWITCH_MS = Config().gil_switch_interval_ms  # the interpreter lock's switch interval the sidecar sets
 PYTHON_SWITCH_MS = 5  # CPython's own
 HEADLINE_RUNS = 3  # the headline loopback rows: the median of this many runs, taken in turn
+WARM_AND_MANY = bench_otlp_instructions.WARM + bench_otlp_instructions.MANY  # requests the count needs
 
 
 def build_batch(seed: int) -> tuple[bytes, int]:
@@ -564,10 +571,19 @@ def measure(quick: bool = False) -> dict[str, float]:
     with_pipeline = over_loopback(
         "loopback, protobuf, real Pipeline sink", bodies, calls, pb_header, pipeline_sink
     )
+    # counted by valgrind after every timed row (it takes both cores' worth of a minute): the same work
+    # gives the same count, whatever the machine's speed this hour
+    instructions = bench_otlp_instructions.per_span(fresh[: WARM_AND_MANY]) if not quick else None
+    if instructions is not None:
+        print(f"decode + map, instructions per span (valgrind): in process {instructions['in_process']:,.0f}, "
+              f"in the receiver over loopback {instructions['receiver']:,.0f}")
     us = {name: 1e6 / rate for name, rate in (
         ("bare", bare), ("walk", walked), ("floor", floor), ("job", job), ("one", one), ("pb", mapped),
         ("floor_json", floor_json), ("json", mapped_json))}
     result = {
+        # instructions per span of decode + map, in process and in the receiver (0: not counted)
+        "instructions_in_process": (instructions or {}).get("in_process", 0.0),
+        "instructions_receiver": (instructions or {}).get("receiver", 0.0),
         "protobuf_spans_per_s": pb, "json_spans_per_s": js, "pipeline_spans_per_s": with_pipeline,
         "protobuf_floor_spans_per_s": pb_floor, "json_floor_spans_per_s": js_floor,
         "bare_us": us["bare"], "walk_us": us["walk"], "floor_us": us["floor"], "job_floor_us": us["job"],
@@ -702,6 +718,17 @@ def rows(result: dict[str, float]) -> list[Row]:
             [f"as the receiver runs it: options and correlation memory kept across requests of new span "
              f"ids ({result['one_request_us']:.2f} us for one request alone); the mapping "
              f"{result['map_us']:.2f} us per span"]),
+        Row("OTLP decode + map, instructions per span (valgrind): the receiver over loopback vs in process",
+            f"{result['instructions_receiver']:,.0f}" if result["instructions_receiver"] else "not counted",
+            f"{result['instructions_in_process']:,.0f} (in process)" if result["instructions_in_process"] else "-",
+            f"{result['instructions_receiver'] / result['instructions_in_process']:.3f}"
+            if result["instructions_in_process"] else "-", "n/a", "n/a",
+            ["what the same work costs whatever the machine's speed (valgrind counts every instruction the "
+             "process runs; the difference of runs of 30 and 10 requests after 20, correlation memory full); "
+             "the receiver's extra instructions are its HTTP server, queue and dispatcher, so its extra CPU "
+             "time per span over loopback, beyond that ratio, is the same instructions run slower"
+             if result["instructions_in_process"] else
+             "valgrind is not installed (apt-get install valgrind), or a --quick run"]),
         Row("OTLP floor read per span vs the bare protobuf decode (CPU)", f"{result['floor_us']:.2f} us",
             f"{result['bare_us']:.2f} us (bare ParseFromString)", f"{result['floor_ratio']:.1f}x",
             f"<= {MAPPING_BOUND:.0f}x", verdict(result["floor_ratio"] <= MAPPING_BOUND, "the floor itself"),
