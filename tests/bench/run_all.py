@@ -305,10 +305,13 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   per protobuf span there in this run, none for OTLP/JSON; 7-17% over six paired runs apart). The
   machine's own speed moves these rows more than any change did: full runs of nearly the same
   receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s at its slowest (decode + map in process
-  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 46,226 and 32,910 in this run
-  (12.4 us); in one fast hour the receiver alone, in a process holding only the protobuf bodies,
-  read 57,000-77,000 protobuf spans/s, and the receiver before the read schema below 62,000-66,000
-  in runs taken in turn with those.
+  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 44,234 and 32,560 in this run
+  (12.0 us); in one fast hour the receiver alone, in a process holding only the protobuf bodies,
+  read 57,000-77,000 protobuf spans/s. So changes are measured in instructions, which do not swing:
+  valgrind counts every instruction of a process (the instructions row, `bench_otlp_instructions`);
+  decode + map went from 108,745 to 95,925 instructions per span (-11.8%, batches whose usage
+  numbers vary per span) with the changes of this round, while this run's decode + map in process
+  (12.0 us) is within the hour's swing of the last full run's (12.4 us).
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
   attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
   reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
@@ -316,28 +319,35 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   a read schema (`pb_schema`: OTLP's field numbers, the unread fields left unknown, attributes
   declared `map<string, AnyValue>`, whose entries are `KeyValue` on the wire), so names come as
   plain strings with no `KeyValue` object each: decode and views 16% less CPU per span, about 5% of
-  decode + map with the correlation, paired in one process; the floors below read the same way.
+  decode + map with the correlation, paired in one process. A wanted value is read first as the
+  kind its name had last (`string_value` or `int_value`): a value other than that member's default
+  proves the kind, since an unset member of a oneof reads as its default, so one read replaces
+  `WhichOneof` and a read (-6.1% of decode + map's instructions). Dialects whose counts are plain
+  attributes name them (`CountNames`) and the shape's plan cuts them to the names a span carries,
+  read in one call (-3.1%); a fingerprint with one print holds the print itself, and smaller inline
+  lookups (-2.5%). The floors below read the same way, so they stay floors.
   What bounds it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole
   job (the floor read with the wanted values kept, then for each model call the record's fields with
   no value checked and no dialect told apart, and one entry in a memory capped like the
   correlation's, run in the receiver's place over loopback) reached 109,752 spans/s in this run,
   8.8 us per span: 60,000 is within reach of a Python receiver, so the target is not out of reach,
-  only not met. In process the least records and memory add 2.1 us to the floor read (4.5 us), and
-  decode + map as the receiver is 12.4 us, under the 16.7; the receiver over loopback took 21.3 us,
-  and the 7.5 us it spends beyond the decode + map in process and its HTTP (1.4 us) is not
-  apportioned. Measured and ruled out as its cause: HTTP, queue and dispatch with a mapping that does
-  nothing (0.8 us per span); the mapping in a thread beside a dispatcher thread and a queue, or in
-  four threads at once (11-13 us, as in process); a busy process on the other core (no change);
-  copy-on-write faults from the forked clients (about 15,000 minor faults a run, 0.2-0.4 us per span;
-  system time 1.3-1.8 us in all). Timed inside the receiver, its decode + map alone takes that CPU
-  (12-18 us per span, against 11-14 in process in the same hour): the same code runs slower there,
-  and which of the machine's states does it is not found. The rows at Python's young threshold and
-  with nothing frozen were faster than the headline in this run (56,368 and 55,008); taken in turn
-  outside it they were 48,557 and 42,301 against the sidecar's settings' 49,836 (a process holding
-  this run's bodies), 44,419 and 51,953 against 49,035 (one holding the protobuf bodies only): the
-  run's moment decides those rows more than their settings. Reading
-  the wanted values off the upb messages (the floor read) is 12x the bare decode, so the 10x mapping
-  bound is out of reach through the protobuf message API. Tried and measured, not kept: mypyc
+  only not met. In process the least records and memory add 1.7 us to the floor read (3.8 us), and
+  decode + map as the receiver is 12.0 us, under the 16.7; the receiver over loopback took 22.4 us.
+  That is not more work: valgrind counts 100,589 instructions per span in the receiver over loopback
+  against 99,337 for decode + map in process (1.013x: HTTP, queue and dispatcher), while its CPU per
+  span is 1.86x. The same instructions run slower in the receiver, and which of the machine's states
+  slows them (caches, the other core's loopback traffic, the hypervisor) cannot be measured here:
+  this VM exposes no hardware counters (`perf stat`: cycles, instructions and cache misses "not
+  supported"). Measured and ruled out before: HTTP, queue and dispatch with a mapping that does
+  nothing (0.8-1.3 us per span); the mapping in a thread beside a dispatcher thread and a queue, or
+  in four threads at once, or on bodies read from a socket (as in process); a busy or a
+  memory-streaming process on the other core (no change beyond the noise); copy-on-write faults from
+  the forked clients (0.2-0.4 us per span). The rows at Python's young threshold and with nothing
+  frozen are decided by the run's moment more than by their settings (in the last full run both beat
+  the headline; taken in turn outside it, both were slower or mixed). Reading the wanted values off
+  the upb messages (the floor read) is now 9.7x the bare decode, just inside the 10x mapping bound
+  with nothing mapped; decode + map is 31x, so the bound stays out of reach for a mapping through the
+  protobuf message API. Tried and measured, not kept: mypyc
   compiling the mapping, plan, usage-block and correlation modules (about 10% less CPU for plan +
   map, the correlation unchanged; a C build step and two code paths to test); reading the attributes
   as raw bytes through a narrowed schema (no faster than upb's messages); decode + map in two worker
