@@ -306,7 +306,9 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
 
 
 # Per attribute name, the value's kind last seen (the floors read values as the receiver's decode
-# does, ``decode._kinds``: that member first, WhichOneof only when it reads as its default).
+# does, ``decode._kinds``: that member first, WhichOneof only when it reads as its default). Written
+# out in each floor, as in the receiver's decode: a call per attribute would put the floors above
+# the code they bound.
 _KINDS: dict[str, str] = {}
 
 
