@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from exporter.engine.usage import MAX_COUNT
@@ -126,17 +126,6 @@ def read_count(attrs: Mapping[str, Any], key: str) -> int | None:
     )
 
 
-def first_count(attrs: Mapping[str, Any], keys: Iterable[str]) -> int | None:
-    """The first count present among ``keys``."""
-    for key in keys:
-        value = attrs.get(key)
-        if value is not None:  # the common absent name costs no call, a plain count none either
-            if type(value) is int and 0 <= value <= MAX_COUNT:
-                return value
-            return read_count(attrs, key)
-    return None
-
-
 def read_string(attrs: Mapping[str, Any], key: str, limit: int = MAX_LABEL_CHARS) -> str | None:
     """The non-empty string under ``key``, None when absent; ``BadValue`` when malformed."""
     value = attrs.get(key)
@@ -228,7 +217,6 @@ __all__ = [
     "SAVINGS_COUNT_KEYS",
     "BadValue",
     "Unsupported",
-    "first_count",
     "first_string",
     "parse_literal",
     "read_count",

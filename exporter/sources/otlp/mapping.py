@@ -85,7 +85,7 @@ from exporter.sources.otlp.decode import (
     spans_from_protobuf,
 )
 from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
-from exporter.sources.otlp.dialects.base import read_counts
+from exporter.sources.otlp.dialects.base import UsageCounts, read_counts
 from exporter.sources.otlp.gateway import gateway_keys
 from exporter.sources.otlp.json_typed import typed_spans
 from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
@@ -224,15 +224,13 @@ def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
             tenant = first_string(span.resource, opts.tenant_attributes)
         if tenant is not None:
             record["tenant"] = tenant
+        counts: UsageCounts | None
         if plan.counts is not None:  # the plan's dialect: the count names this shape carries, read as they are
-            usage, flags = usage_block(read_counts(attrs, plan.counts, dialect.counts_include_cache), dialect,
-                                       opts.input_includes_cache)
-            if usage:
-                record["usage"] = usage
-            if flags:
-                record["source_flags"] = completeness(flags)
-        elif dialect.usage is not None:
-            usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            counts = read_counts(attrs, plan.counts, dialect.counts_include_cache)
+        else:
+            counts = dialect.usage(attrs) if dialect.usage is not None else None
+        if counts is not None:
+            usage, flags = usage_block(counts, dialect, opts.input_includes_cache)
             if usage:
                 record["usage"] = usage
             if flags:
@@ -282,6 +280,12 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
     """
     opts = options or DEFAULT_OPTIONS
     result = BatchResult()
+    _map_into(result, spans, opts)
+    return result
+
+
+def _map_into(result: BatchResult, spans: Iterable[SpanView], opts: MappingOptions) -> None:
+    """Map ``spans`` with their shape plans, apply the counted-once rules, add the outcomes to ``result``."""
     plans, tenant_keys = _plans(opts), opts.tenant_attributes
     pairs: list[tuple[SpanView, SpanOutcome]] = []
     owns: list[bool] = []
@@ -297,7 +301,6 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
             records.append(outcome.record)
         else:
             result.add(outcome)
-    return result
 
 
 def map_protobuf(body: bytes, options: MappingOptions | None = None) -> tuple[BatchResult, int]:
@@ -320,19 +323,14 @@ def _map_views(views: Iterable[SpanView | Rejected], opts: MappingOptions) -> tu
     """``map_spans`` over a JSON request's views, some of them rejected already; with the count of spans."""
     result = BatchResult()
     total = 0
-    pairs: list[tuple[SpanView, SpanOutcome]] = []
-    owns: list[bool] = []
-    plans, tenant_keys = _plans(opts), opts.tenant_attributes
+    kept: list[SpanView] = []
     for view in views:
         total += 1
         if isinstance(view, Rejected):
             result.add(view)
         else:
-            plan = plan_for(plans, view.attrs, view.scope_name, tenant_keys)
-            pairs.append((view, _map(view, opts, plan)))
-            owns.append(plan.own)
-    for outcome in correlate(pairs, opts, owns):
-        result.add(outcome)
+            kept.append(view)
+    _map_into(result, kept, opts)
     return result, total
 
 
