@@ -309,7 +309,7 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   (12.0 us); in one fast hour the receiver alone, in a process holding only the protobuf bodies,
   read 57,000-77,000 protobuf spans/s. So changes are measured in instructions, which do not swing:
   valgrind counts every instruction of a process (the instructions row, `bench_otlp_instructions`);
-  decode + map went from 108,745 to 95,925 instructions per span (-11.8%, batches whose usage
+  decode + map went from 108,745 to 96,068 instructions per span (-11.7%, batches whose usage
   numbers vary per span) with the changes of this round, while this run's decode + map in process
   (12.0 us) is within the hour's swing of the last full run's (12.4 us).
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
