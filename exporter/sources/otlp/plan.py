@@ -16,7 +16,8 @@ clients choose the names.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from exporter.sources.otlp.attributes import (
     A_AGENT_NAME,
@@ -56,8 +57,12 @@ MAX_PLANS = 4096
 UNDECIDED: Any = object()  # Plan.dialect when the span's values decide it (detect anew)
 
 
-class Plan(NamedTuple):
-    """What a span of one shape carries, as the mapping reads it."""
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a span of one shape carries, as the mapping reads it.
+
+    Slots, not a named tuple: the mapping reads a dozen of its fields per span, and CPython 3.11
+    specialises an attribute read of a slot, not of a named tuple's field."""
 
     rollup: bool  # a roll-up/kind name is present: check the values
     model_keys: tuple[str, ...]  # MODEL_KEYS present, in precedence order
