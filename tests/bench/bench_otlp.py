@@ -44,10 +44,11 @@ the freeze saves, one at CPython's threshold (700) what the threshold does,
 and each headline run paired with one at CPython's switch interval (5 ms; the
 sidecar sets ``gil_switch_interval_ms``, 20 by default) what the interval
 does. The receiver's CPU per span over loopback is then broken down: decode +
-map as the receiver in process, the HTTP server, queue and dispatcher (the
-floor run's CPU less the in-process floor read), and the rest, not apportioned
-(the collector beyond what it takes in process; four connections worked on at
-once, which the same runs from one client at a time show apart). Last, when
+map in process of the same bodies just before each headline run (its twin: the
+machine's speed, which swings by half within minutes here, moves both alike),
+the HTTP server, queue and dispatcher (a run whose handler decodes nothing),
+and the rest, not apportioned (four connections worked on at once, which the
+same runs from one client at a time show apart). Last, when
 valgrind is installed (not with ``--quick``), the instructions per span of
 decode + map in process and in the receiver over loopback
 (``bench_otlp_instructions``): the same work counts the same whatever the
@@ -474,6 +475,31 @@ def _floor_mapping(
     return floor_map
 
 
+def no_decode(body: bytes, options: Any = None) -> tuple[BatchResult, int]:
+    """A stand-in for the receiver's decode + map that reads nothing: BATCH empty "records" per body,
+    so a run with it costs what the HTTP server, queue and dispatcher cost alone."""
+    return BatchResult(records=[{}] * BATCH), BATCH
+
+
+def paired_in_process(mapper: Callable[..., Any], bodies: list[bytes]) -> float:
+    """CPU us per span of ``mapper`` over ``bodies``, each once, in this process with fresh options, as one
+    loopback run maps them (a new receiver, so new options and an empty correlation memory) and with
+    the collector set as there. Taken just before each headline run, it is that run's in-process twin:
+    the machine's speed moves both alike, which a best-of-rounds figure from another minute does not."""
+    options = MappingOptions()
+    before = set_young_threshold(SIDECAR_YOUNG)
+    freeze_long_lived()
+    try:
+        began = time.process_time()
+        for body in bodies:
+            mapper(body, options)
+        cpu = time.process_time() - began
+    finally:
+        gc.unfreeze()
+        set_young_threshold(before)
+    return 1e6 * cpu / (BATCH * len(bodies))
+
+
 def as_the_receiver(mapper: Callable[..., Any], bodies: list[bytes]) -> Callable[[bytes], Any]:
     """``mapper`` as the receiver calls it: one ``MappingOptions`` kept across requests (its shape
     plans and the correlation memory fill up) and every request a new batch of new span ids."""
@@ -529,8 +555,13 @@ def measure(quick: bool = False) -> dict[str, float]:
             for switch_ms in (SIDECAR_SWITCH_MS, PYTHON_SWITCH_MS)[:: 1 if run % 2 else -1]:
                 figures: dict[str, float] = {}
                 sidecar = switch_ms == SIDECAR_SWITCH_MS
+                if sidecar:  # its twin in process, just before (same bodies, fresh options)
+                    figures["twin_us"] = paired_in_process(map_protobuf if kind == "protobuf" else map_json, batches)
                 label = f"loopback, {name}, run {run}" + ("" if sidecar else f", switch interval {switch_ms} ms")
                 rate = over_loopback(label, batches, calls, header, figures=figures, switch_ms=switch_ms)
+                if sidecar:
+                    print(f"{'  its twin, just before: in process':<44} {1e6 / figures['twin_us']:>10,.0f} spans per "
+                          f"CPU-second ({figures['twin_us']:.2f} us per span; the run: {figures['cpu_us']:.2f} us)")
                 (headline if sidecar else python_runs)[kind].append((rate, figures))
     (pb, pb_fig), (js, js_fig) = (sorted(runs, key=lambda r: r[0])[len(runs) // 2] for runs in headline.values())
     python_switch = {kind: {"rate": statistics.median(rate for rate, _ in runs),
@@ -538,6 +569,10 @@ def measure(quick: bool = False) -> dict[str, float]:
                      for kind, runs in python_runs.items()}
     pb_cpu.update(pb_fig)
     js_cpu.update(js_fig)
+    # each headline run against its twin in process: the medians, and the median of the pairs' ratios
+    twins = {kind: {"us": statistics.median(f["twin_us"] for _, f in runs),
+                    "ratio": statistics.median(f["cpu_us"] / f["twin_us"] for _, f in runs)}
+             for kind, runs in headline.items()}
     shown = {kind: ", ".join(f"{rate:,.0f}" for rate, _ in runs) for kind, runs in headline.items()}
     print(f"median of {HEADLINE_RUNS}: protobuf {pb:,.0f} spans/s (runs {shown['protobuf']}), "
           f"OTLP/JSON {js:,.0f} spans/s (runs {shown['json']})")
@@ -546,6 +581,12 @@ def measure(quick: bool = False) -> dict[str, float]:
                                  pb_header, figures=python_young_cpu, young=PYTHON_YOUNG)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
                              floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
+    pb_http_cpu: dict[str, float] = {}
+    js_http_cpu: dict[str, float] = {}
+    over_loopback("loopback, protobuf, no decode (HTTP, queue, dispatch)", bodies, BATCH, pb_header,
+                  floor=no_decode, figures=pb_http_cpu)
+    over_loopback("loopback, OTLP/JSON, no decode (HTTP, queue, dispatch)", json_bodies, BATCH, json_header,
+                  floor=no_decode, figures=js_http_cpu)
     pb_job_cpu: dict[str, float] = {}
     pb_job = over_loopback("loopback, protobuf, floor of the whole job", bodies, BATCH, pb_header,
                            floor=_floor_mapping(floor_job(), keep), figures=pb_job_cpu)
@@ -598,11 +639,15 @@ def measure(quick: bool = False) -> dict[str, float]:
         # where the receiver's CPU per span goes over loopback (us): the receiver's own, its collector's,
         # the HTTP server's (the floor run's CPU less the in-process floor read), with nothing frozen
         "protobuf_cpu_us": pb_cpu["cpu_us"], "protobuf_gc_us": pb_cpu["gc_us"],
-        "protobuf_gc2_us": pb_cpu["gc2_us"], "protobuf_http_us": pb_floor_cpu["cpu_us"] - us["floor"],
+        "protobuf_gc2_us": pb_cpu["gc2_us"], "protobuf_http_us": pb_http_cpu["cpu_us"],
         "protobuf_unfrozen_spans_per_s": unfrozen, "protobuf_unfrozen_cpu_us": unfrozen_cpu["cpu_us"],
         "protobuf_unfrozen_gc_us": unfrozen_cpu["gc_us"],
         "json_cpu_us": js_cpu["cpu_us"], "json_gc_us": js_cpu["gc_us"],
-        "json_http_us": js_floor_cpu["cpu_us"] - us["floor_json"],
+        "json_http_us": js_http_cpu["cpu_us"],
+        # decode + map in process just before each headline run, on its bodies (median), and the median of
+        # the runs' receiver CPU per span over it
+        "protobuf_twin_us": twins["protobuf"]["us"], "protobuf_twin_ratio": twins["protobuf"]["ratio"],
+        "json_twin_us": twins["json"]["us"], "json_twin_ratio": twins["json"]["ratio"],
         # the same bodies from one client at a time (one request worked on at a time)
         "protobuf_one_client_cpu_us": pb_one_cpu["cpu_us"], "json_one_client_cpu_us": js_one_cpu["cpu_us"],
         # the headline runs (their median is protobuf_spans_per_s / json_spans_per_s)
@@ -621,12 +666,13 @@ def measure(quick: bool = False) -> dict[str, float]:
         "json_python_switch_spans_per_s": python_switch["json"]["rate"],
         "json_python_switch_cpu_us": python_switch["json"]["cpu_us"],
     }
-    for kind, decode_map in (("protobuf", us["pb"]), ("json", us["json"])):
-        cpu, http = result[f"{kind}_cpu_us"], result[f"{kind}_http_us"]
-        print(f"{kind} over loopback, receiver CPU per span {cpu:.2f} us = decode + map as the receiver in process "
-              f"{decode_map:.2f} + HTTP, queue and dispatch {http:.2f} (the floor run's CPU less the floor read) "
-              f"+ the rest {cpu - decode_map - http:.2f} (not apportioned: the collector beyond its share in "
-              f"process, four connections worked on at once); the collector in all {result[f'{kind}_gc_us']:.2f} "
+    for kind in ("protobuf", "json"):
+        cpu, twin, http = (result[f"{kind}_{name}"] for name in ("cpu_median_us", "twin_us", "http_us"))
+        print(f"{kind} over loopback, receiver CPU per span {cpu:.2f} us (median of {HEADLINE_RUNS} runs) = decode "
+              f"+ map in process just before each run {twin:.2f} (median; the runs over their twins: "
+              f"{result[f'{kind}_twin_ratio']:.2f}x, median) + HTTP, queue and dispatch {http:.2f} (a run with no "
+              f"decode) + the rest {cpu - twin - http:.2f} (not apportioned: the same instructions run slower, "
+              f"see the instructions row); the collector in the median run {result[f'{kind}_gc_us']:.2f} "
               f"us; from one client at a time {result[f'{kind}_one_client_cpu_us']:.2f} us in all")
     print(f"protobuf with nothing frozen (the start-up state scanned by every full collection): "
           f"{result['protobuf_unfrozen_cpu_us']:.2f} us per span, of which GC {result['protobuf_unfrozen_gc_us']:.2f} "
@@ -704,10 +750,13 @@ def rows(result: dict[str, float]) -> list[Row]:
                                                   f"the floor is {js_floor / JSON_TARGET:.0%} of target"),
             []),
         Row("OTLP receiver CPU per protobuf span over loopback vs decode + map in process",
-            f"{result['protobuf_cpu_us']:.2f} us", f"{result['decode_map_us']:.2f} us (decode + map as the receiver)",
-            f"{result['protobuf_cpu_us'] / result['decode_map_us']:.2f}", "-", "n/a",
-            [f"HTTP, queue and dispatch {result['protobuf_http_us']:.2f} us (the floor run's CPU less the floor "
-             f"read), the rest {result['protobuf_cpu_us'] - result['decode_map_us'] - result['protobuf_http_us']:.2f}"
+            f"{result['protobuf_cpu_median_us']:.2f} us",
+            f"{result['protobuf_twin_us']:.2f} us (decode + map in process, just before each run)",
+            f"{result['protobuf_twin_ratio']:.2f}", "-", "n/a",
+            [f"medians of the {HEADLINE_RUNS} headline runs, each against decode + map of its own bodies in "
+             f"process just before it (fresh options, as a new receiver; ratio: the median of the pairs' ratios); "
+             f"HTTP, queue and dispatch {result['protobuf_http_us']:.2f} us (a run with no decode), the rest "
+             f"{result['protobuf_cpu_median_us'] - result['protobuf_twin_us'] - result['protobuf_http_us']:.2f}"
              f" us; the collector {result['protobuf_gc_us']:.2f} us of it (full collections "
              f"{result['protobuf_gc2_us']:.2f}) with the start-up state frozen as the sidecar does, "
              f"{result['protobuf_unfrozen_gc_us']:.2f} us with nothing frozen "
