@@ -305,13 +305,14 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   per protobuf span there in this run, none for OTLP/JSON; 7-17% over six paired runs apart). The
   machine's own speed moves these rows more than any change did: full runs of nearly the same
   receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s at its slowest (decode + map in process
-  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 44,234 and 32,560 in this run
-  (12.0 us); in one fast hour the receiver alone, in a process holding only the protobuf bodies,
-  read 57,000-77,000 protobuf spans/s. So changes are measured in instructions, which do not swing:
-  valgrind counts every instruction of a process (the instructions row, `bench_otlp_instructions`);
-  decode + map went from 108,745 to 96,068 instructions per span (-11.7%, batches whose usage
-  numbers vary per span) with the changes of this round, while this run's decode + map in process
-  (12.0 us) is within the hour's swing of the last full run's (12.4 us).
+  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 43,503 and 33,729 in this run
+  (11.0 us); within this run, decode + map of one run's bodies in process just before it took
+  12.9 to 20.8 us per span. So changes are measured in instructions, which do not swing: valgrind
+  counts every instruction of a process (the instructions row, `bench_otlp_instructions`); decode +
+  map went from 108,745 to 94,447 instructions per span (-13.1%, batches whose usage numbers vary
+  per span) over the last two rounds, the last 1.7% from the shape plan being a slots dataclass
+  instead of a named tuple (CPython 3.11 specialises an attribute read of a slot, not of a named
+  tuple's field, and the mapping reads a dozen of the plan's per span).
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
   attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
   reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
@@ -329,28 +330,37 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   What bounds it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole
   job (the floor read with the wanted values kept, then for each model call the record's fields with
   no value checked and no dialect told apart, and one entry in a memory capped like the
-  correlation's, run in the receiver's place over loopback) reached 109,752 spans/s in this run,
-  8.8 us per span: 60,000 is within reach of a Python receiver, so the target is not out of reach,
-  only not met. In process the least records and memory add 1.7 us to the floor read (3.8 us), and
-  decode + map as the receiver is 12.0 us, under the 16.7; the receiver over loopback took 22.4 us.
-  That is not more work: valgrind counts 100,589 instructions per span in the receiver over loopback
-  against 99,337 for decode + map in process (1.013x: HTTP, queue and dispatcher), while its CPU per
-  span is 1.86x. The same instructions run slower in the receiver, and which of the machine's states
-  slows them (caches, the other core's loopback traffic, the hypervisor) cannot be measured here:
-  this VM exposes no hardware counters (`perf stat`: cycles, instructions and cache misses "not
-  supported"). Measured and ruled out before: HTTP, queue and dispatch with a mapping that does
-  nothing (0.8-1.3 us per span); the mapping in a thread beside a dispatcher thread and a queue, or
-  in four threads at once, or on bodies read from a socket (as in process); a busy or a
-  memory-streaming process on the other core (no change beyond the noise); copy-on-write faults from
-  the forked clients (0.2-0.4 us per span). The rows at Python's young threshold and with nothing
+  correlation's, run in the receiver's place over loopback) reached 100,676 spans/s in this run:
+  60,000 is within reach of a Python receiver, so the target is not out of reach, only not met.
+  In process the least records and memory add 1.4 us to the floor read (3.5 us), and decode + map
+  as the receiver is 11.0 us at best, under the 16.7; the receiver over loopback took 22.7 us (the
+  median run). Part of that gap was the comparison: a best-of-five figure in process against single
+  runs over loopback minutes apart, on a machine whose speed swings by half within minutes. Each
+  headline run now has a twin, decode + map of its own bodies in process just before it, as a new
+  receiver maps them (fresh options, an empty correlation memory): the twins took 15.7 us (median),
+  and the runs 1.42x their twins (median of the pairs; OTLP/JSON 1.61x). HTTP, queue and dispatch,
+  measured by a run whose handler decodes nothing, are 1.1 us per span. The rest, about 6 us, is
+  not more work: valgrind counts 98,940 instructions per span in the receiver over loopback against
+  97,743 for decode + map in process (1.012x: HTTP, queue and dispatcher). The same instructions run
+  slower in the receiver, and which of the machine's states slows them (caches, the other core's
+  loopback traffic, the hypervisor) cannot be measured here: this VM exposes no hardware counters
+  (`perf stat`: cycles, instructions and cache misses "not supported"). Measured and ruled out: the
+  mapping in a thread beside a dispatcher thread and a queue, or in four threads at once, or on
+  bodies read from a socket (as in process); a busy or a memory-streaming process on the other core
+  (no change beyond the noise); copy-on-write faults from the forked clients (0.2-0.4 us per span);
+  malloc's arenas and trimming (`MALLOC_ARENA_MAX=1`, high trim and mmap thresholds: the same page
+  faults per request, about 85, and no change beyond the noise). The rows at Python's young threshold and with nothing
   frozen are decided by the run's moment more than by their settings (in the last full run both beat
   the headline; taken in turn outside it, both were slower or mixed). Reading the wanted values off
-  the upb messages (the floor read) is now 9.7x the bare decode, just inside the 10x mapping bound
-  with nothing mapped; decode + map is 31x, so the bound stays out of reach for a mapping through the
-  protobuf message API. Tried and measured, not kept: mypyc
+  the upb messages (the floor read) is 9.2x the bare decode in this run, just inside the 10x mapping
+  bound with nothing mapped; decode + map is 29x, so the bound stays out of reach for a mapping
+  through the protobuf message API. Tried and measured, not kept: mypyc
   compiling the mapping, plan, usage-block and correlation modules (about 10% less CPU for plan +
   map, the correlation unchanged; a C build step and two code paths to test); reading the attributes
-  as raw bytes through a narrowed schema (no faster than upb's messages); decode + map in two worker
+  as raw bytes through a narrowed schema (tried twice; in the second, attribute values declared
+  `bytes` and their wire encoding read in Python: parse 1,600 instructions per span fewer, the
+  reads 4,700 more); the span views and mapped outcomes as named tuples made with `tuple.__new__`
+  (cheaper to make, slower to read: +0.7%); decode + map in two worker
   processes with the correlation in the receiver (41,000-44,000 spans/s against 38,000-41,000 in
   process on this two-core machine: the receiver's own CPU fell to 12.3 us per span, the two cores
   shared with the clients are the bound); evicting the correlation memory per request, one lock
