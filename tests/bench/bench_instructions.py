@@ -2,7 +2,7 @@
 
 Run by hand (never collected; needs valgrind)::
 
-    python tests/bench/bench_instructions.py [--records 20000]
+    python -m tests.bench.bench_instructions [--records 20000]
 
 Generates ``--records`` benchmark records (``bench_replay.generate``), then runs
 under ``valgrind --tool=callgrind`` processes that read the file 0, 1 and 2
