@@ -70,6 +70,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Container, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +190,21 @@ class GcClock:
         gc.callbacks.remove(self)
 
 
+@contextmanager
+def sidecar_collector(young: int = SIDECAR_YOUNG, freeze: bool = True) -> Iterator[None]:
+    """The collector as ``Sidecar.start`` sets it for the receiver: the young threshold ``young`` and,
+    when ``freeze``, what is alive now frozen out of full collections; both restored after."""
+    before = set_young_threshold(young)
+    if freeze:
+        freeze_long_lived()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.unfreeze()
+        set_young_threshold(before)
+
+
 def over_loopback(
     label: str, bodies: list[bytes], calls: int, headers: dict[str, str], sink: Any = None,
     floor: Callable[..., tuple[BatchResult, int]] | None = None, freeze: bool = True,
@@ -232,12 +248,10 @@ def over_loopback(
     total_calls = calls * clients * per_client
     total_spans = BATCH * clients * per_client
     ctx = multiprocessing.get_context("fork")
-    before, switch_before = set_young_threshold(young), sys.getswitchinterval()
+    switch_before = sys.getswitchinterval()
     sys.setswitchinterval(switch_ms / 1000)
-    if freeze:
-        freeze_long_lived()
     try:
-        with GcClock() as clock:
+        with sidecar_collector(young, freeze), GcClock() as clock:
             rx.start()
             procs = [
                 ctx.Process(target=_client, args=(rx.port, bodies[i::clients][:per_client], headers))
@@ -258,9 +272,6 @@ def over_loopback(
             cpu = time.process_time() - cpu_began
         rx.stop()
     finally:
-        if freeze:
-            gc.unfreeze()
-        set_young_threshold(before)
         sys.setswitchinterval(switch_before)
     rate = total_spans / elapsed
     gc_us = [1e6 * seconds / total_spans for seconds in clock.seconds]
@@ -284,9 +295,7 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
     (``over_loopback``); the collector's CPU in the best run of each case is printed beside it."""
     best = dict.fromkeys(cases, 0.0)
     gc_share = dict.fromkeys(cases, 0.0)
-    before = set_young_threshold(SIDECAR_YOUNG)
-    freeze_long_lived()
-    try:
+    with sidecar_collector():
         for _ in range(rounds):
             for label, (fn, body) in cases.items():
                 with GcClock() as clock:
@@ -297,9 +306,6 @@ def in_process(cases: dict[str, tuple[Any, bytes]], rounds: int = 5, repeat: int
                 if rate > best[label]:
                     best[label] = rate
                     gc_share[label] = 1e6 * sum(clock.seconds) / (BATCH * repeat)
-    finally:
-        gc.unfreeze()
-        set_young_threshold(before)
     for label, rate in best.items():
         print(f"{label:<44} {rate:>10,.0f} spans per CPU-second ({1e6 / rate:.2f} us per span, "
               f"of which GC {gc_share[label]:.2f} us)")
@@ -475,10 +481,9 @@ def _floor_mapping(
     return floor_map
 
 
-def no_decode(body: bytes, options: Any = None) -> tuple[BatchResult, int]:
-    """A stand-in for the receiver's decode + map that reads nothing: BATCH empty "records" per body,
-    so a run with it costs what the HTTP server, queue and dispatcher cost alone."""
-    return BatchResult(records=[{}] * BATCH), BATCH
+# A stand-in for the receiver's decode + map that reads nothing (BATCH empty "records" per body), so
+# a run with it costs what the HTTP server, queue and dispatcher cost alone.
+no_decode = _floor_mapping(lambda body, keep: BATCH, frozenset())
 
 
 def paired_in_process(mapper: Callable[..., Any], bodies: list[bytes]) -> float:
@@ -487,16 +492,11 @@ def paired_in_process(mapper: Callable[..., Any], bodies: list[bytes]) -> float:
     the collector set as there. Taken just before each headline run, it is that run's in-process twin:
     the machine's speed moves both alike, which a best-of-rounds figure from another minute does not."""
     options = MappingOptions()
-    before = set_young_threshold(SIDECAR_YOUNG)
-    freeze_long_lived()
-    try:
+    with sidecar_collector():
         began = time.process_time()
         for body in bodies:
             mapper(body, options)
         cpu = time.process_time() - began
-    finally:
-        gc.unfreeze()
-        set_young_threshold(before)
     return 1e6 * cpu / (BATCH * len(bodies))
 
 
@@ -542,10 +542,8 @@ def measure(quick: bool = False) -> dict[str, float]:
     pb_header = {"Content-Type": "application/x-protobuf"}
     json_header = {"Content-Type": "application/json"}
     pb_cpu: dict[str, float] = {}
-    pb_floor_cpu: dict[str, float] = {}
     unfrozen_cpu: dict[str, float] = {}
     js_cpu: dict[str, float] = {}
-    js_floor_cpu: dict[str, float] = {}
     headline: dict[str, list[tuple[float, dict[str, float]]]] = {"protobuf": [], "json": []}
     # each headline run paired with one at CPython's switch interval, the pair's order alternating
     python_runs: dict[str, list[tuple[float, dict[str, float]]]] = {"protobuf": [], "json": []}
@@ -580,7 +578,7 @@ def measure(quick: bool = False) -> dict[str, float]:
     python_young = over_loopback(f"loopback, protobuf, Python's young threshold {PYTHON_YOUNG}", bodies, calls,
                                  pb_header, figures=python_young_cpu, young=PYTHON_YOUNG)
     pb_floor = over_loopback("loopback, protobuf, floor read only (no map)", bodies, BATCH, pb_header,
-                             floor=_floor_mapping(floor_read, keep), figures=pb_floor_cpu)
+                             floor=_floor_mapping(floor_read, keep))
     pb_http_cpu: dict[str, float] = {}
     js_http_cpu: dict[str, float] = {}
     over_loopback("loopback, protobuf, no decode (HTTP, queue, dispatch)", bodies, BATCH, pb_header,
@@ -603,7 +601,7 @@ def measure(quick: bool = False) -> dict[str, float]:
     )
     over_loopback("loopback, OTLP/JSON, one client", json_bodies, calls, json_header, figures=js_one_cpu, clients=1)
     js_floor = over_loopback("loopback, OTLP/JSON, floor read only (no map)", json_bodies, BATCH, json_header,
-                             floor=_floor_mapping(floor_read_json, keep), figures=js_floor_cpu)
+                             floor=_floor_mapping(floor_read_json, keep))
     pipeline = Pipeline(load_price_table())
 
     def pipeline_sink(records: list[dict[str, Any]], source: str) -> None:
@@ -637,7 +635,7 @@ def measure(quick: bool = False) -> dict[str, float]:
         "map_us": us["pb"] - us["bare"], "ratio": us["pb"] / us["bare"],
         "walk_ratio": us["walk"] / us["bare"], "floor_ratio": us["floor"] / us["bare"],
         # where the receiver's CPU per span goes over loopback (us): the receiver's own, its collector's,
-        # the HTTP server's (the floor run's CPU less the in-process floor read), with nothing frozen
+        # the HTTP server's (a run whose handler decodes nothing), with nothing frozen
         "protobuf_cpu_us": pb_cpu["cpu_us"], "protobuf_gc_us": pb_cpu["gc_us"],
         "protobuf_gc2_us": pb_cpu["gc2_us"], "protobuf_http_us": pb_http_cpu["cpu_us"],
         "protobuf_unfrozen_spans_per_s": unfrozen, "protobuf_unfrozen_cpu_us": unfrozen_cpu["cpu_us"],
