@@ -21,6 +21,14 @@ from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
 from exporter.sources.otlp.pb_schema import TraceRequest
 from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
 
+try:  # the C walk of the wire (_views.c), built when the install had a C compiler
+    from exporter.sources.otlp import _views as _wire
+except ImportError:  # an install without a C compiler
+    _wire = None  # type: ignore[assignment]
+
+# Which reads a protobuf span's views: "c" (the wire, in C) or "python" (upb's messages, below).
+PROTOBUF_VIEWS = "c" if _wire is not None else "python"
+
 
 class UndecodableRequest(ValueError):
     """The body is not an OTLP trace export request (HTTP 400, not retryable)."""
@@ -145,6 +153,28 @@ def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> 
                     )
                 )
     return views
+
+
+def views_of_protobuf(
+    body: bytes, options: MappingOptions | None = None, *, accelerated: bool = True
+) -> list[SpanView]:
+    """A protobuf body's span views; ``UndecodableRequest`` when upb cannot parse it.
+
+    upb parses the body first, with the read schema, whatever reads the views: it is
+    the validation (a body upb refuses is refused, exactly as before). The views are
+    then read off the wire by the C walk when it is built (``PROTOBUF_VIEWS``), which
+    gives what ``spans_from_protobuf`` gives from the parsed message, at a third of its
+    cost; ``accelerated=False`` reads them from the message.
+    """
+    opts = options or DEFAULT_OPTIONS
+    request = parse_protobuf(body)
+    if accelerated and _wire is not None:
+        try:
+            views: list[SpanView] = _wire.views(body, opts._decisions, opts.wanted, SpanView, Unsupported)
+            return views
+        except ValueError:  # never seen on a body upb parsed; the message has the answer anyway
+            pass
+    return spans_from_protobuf(request, opts)
 
 
 # --- OTLP/JSON -------------------------------------------------------------------
@@ -337,9 +367,11 @@ def _json_span(
 
 
 __all__ = [
+    "PROTOBUF_VIEWS",
     "UndecodableRequest",
     "load_json",
     "parse_protobuf",
     "spans_from_json",
     "spans_from_protobuf",
+    "views_of_protobuf",
 ]

@@ -83,6 +83,7 @@ from exporter.sources.otlp.decode import (
     parse_protobuf,
     spans_from_json,
     spans_from_protobuf,
+    views_of_protobuf,
 )
 from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
 from exporter.sources.otlp.dialects.base import UsageCounts, read_counts
@@ -305,7 +306,7 @@ def _map_into(result: BatchResult, spans: Iterable[SpanView], opts: MappingOptio
 
 def map_protobuf(body: bytes, options: MappingOptions | None = None) -> tuple[BatchResult, int]:
     """Protobuf body -> (result, number of spans). Raises ``UndecodableRequest``."""
-    views = spans_from_protobuf(parse_protobuf(body), options)
+    views = views_of_protobuf(body, options)
     return map_spans(views, options), len(views)
 
 

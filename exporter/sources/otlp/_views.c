@@ -1,0 +1,547 @@
+/* The protobuf span views, read off the wire in C (optional accelerator of decode.spans_from_protobuf).
+ *
+ * views(body, decisions, wanted, span_view, unsupported) -> list of span_view
+ *
+ * Precondition: ``body`` has already been parsed by upb with the read schema
+ * (decode.parse_protobuf), which rejects every malformed body (truncation, bad
+ * wire types, invalid UTF-8 in the schema's strings, nesting too deep). This
+ * walk still checks every length against the buffer and raises ValueError
+ * rather than read past it, but it does not repeat upb's validation.
+ *
+ * It gives what spans_from_protobuf gives from the parsed message: the same
+ * views, value for value (tests/sources/otlp/test_views_c.py compares them on
+ * every captured body and on generated ones). Protobuf's merge rules are kept:
+ * a singular field repeated on the wire keeps its last value, a singular
+ * message repeated is merged (its attributes added), a map entry repeated
+ * keeps its last value, and a oneof keeps the member set last. A field whose
+ * wire type is not the schema's is an unknown field, skipped as upb does.
+ *
+ * Only a wanted name's value is turned into a Python object: a prompt's text
+ * is never read (decisions[name] is looked up, else wanted(name) decides).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} Buf;
+
+typedef struct {
+    PyObject *decisions;  /* dict: name -> bool */
+    PyObject *wanted;     /* callable: name -> bool */
+    PyObject *unsupported; /* class: Unsupported(kind) */
+} Ctx;
+
+static PyObject *K_ARRAY, *K_KVLIST, *K_BYTES;
+
+/* Attribute names as str, by their UTF-8 bytes: names repeat by the thousand, so each is decoded
+ * and hashed once. Open addressing, never resized; full, a name is decoded anew each time.
+ * Names only (clients choose them, as the Python decisions cache they feed); never a value. */
+#define NAMES 4096
+typedef struct {
+    uint64_t hash;
+    PyObject *name;  /* a str whose UTF-8 is the key, or NULL */
+    uint64_t generation;  /* the decisions dict ``keep`` was read from (0: none yet) */
+    int keep;
+} NameSlot;
+/* The decisions dict of the latest call, held so that its generation number names it alone. */
+static PyObject *decisions_now;
+static uint64_t generation_now = 1;
+static NameSlot names[NAMES];
+static Py_ssize_t names_used;
+
+static PyObject *name_of(const uint8_t *p, Py_ssize_t n, NameSlot **found) {
+    *found = NULL;
+    uint64_t hash = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) hash = (hash ^ p[i]) * 1099511628211ULL;
+    for (Py_ssize_t probe = 0; probe < 8; probe++) {
+        NameSlot *slot = &names[(hash + (uint64_t)probe) & (NAMES - 1)];
+        if (slot->name == NULL) {
+            PyObject *name = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+            if (name == NULL || names_used >= NAMES / 2) return name;
+            PyUnicode_InternInPlace(&name);
+            Py_INCREF(name);
+            slot->hash = hash;
+            slot->name = name;
+            slot->generation = 0;
+            names_used++;
+            *found = slot;
+            return name;
+        }
+        if (slot->hash == hash) {
+            Py_ssize_t size;
+            const char *utf8 = PyUnicode_AsUTF8AndSize(slot->name, &size);
+            if (utf8 != NULL && size == n && memcmp(utf8, p, (size_t)n) == 0) {
+                Py_INCREF(slot->name);
+                *found = slot;
+                return slot->name;
+            }
+            PyErr_Clear();
+        }
+    }
+    return PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+}
+
+static int fail(const char *what) {
+    PyErr_Format(PyExc_ValueError, "protobuf walk: %s", what);
+    return -1;
+}
+
+static int read_varint_slow(Buf *b, uint64_t *out) {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (b->p >= b->end) return fail("truncated varint");
+        uint8_t byte = *b->p++;
+        if (shift < 64) value |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *out = value;
+            return 0;
+        }
+    }
+    return fail("varint too long");
+}
+
+static inline int read_varint(Buf *b, uint64_t *out) {
+    if (b->p < b->end && *b->p < 0x80) {  /* the common case: one byte */
+        *out = *b->p++;
+        return 0;
+    }
+    return read_varint_slow(b, out);
+}
+
+/* The next field's tag; 0 at the end of the buffer. */
+static inline int read_tag(Buf *b, uint32_t *field, uint32_t *wire) {
+    uint64_t tag;
+    if (b->p >= b->end) {
+        *field = 0;
+        return 0;
+    }
+    if (read_varint(b, &tag) < 0) return -1;
+    *field = (uint32_t)(tag >> 3);
+    *wire = (uint32_t)(tag & 7);
+    if (*field == 0) return fail("field number 0");
+    return 0;
+}
+
+static inline int read_len(Buf *b, Buf *inner) {
+    uint64_t size;
+    if (read_varint(b, &size) < 0) return -1;
+    if (size > (uint64_t)(b->end - b->p)) return fail("length past the end");
+    inner->p = b->p;
+    inner->end = b->p + size;
+    b->p += size;
+    return 0;
+}
+
+static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth);
+
+/* A group's fields up to its end tag (upb checked the nesting; the walk only skips it). */
+static int skip_group(Buf *b, uint32_t field, int depth) {
+    if (depth > 100) return fail("groups nested too deep");
+    for (;;) {
+        uint32_t f, w;
+        if (b->p >= b->end) return fail("group without its end");
+        if (read_tag(b, &f, &w) < 0) return -1;
+        if (w == 4) return f == field ? 0 : fail("mismatched end group");
+        if (skip_field(b, f, w, depth + 1) < 0) return -1;
+    }
+}
+
+static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth) {
+    uint64_t ignored;
+    Buf inner;
+    switch (wire) {
+    case 0:
+        return read_varint(b, &ignored);
+    case 1:
+        if (b->end - b->p < 8) return fail("truncated fixed64");
+        b->p += 8;
+        return 0;
+    case 2:
+        return read_len(b, &inner);
+    case 3:
+        return skip_group(b, field, depth);
+    case 5:
+        if (b->end - b->p < 4) return fail("truncated fixed32");
+        b->p += 4;
+        return 0;
+    default:
+        return fail("bad wire type");
+    }
+}
+
+static uint64_t read_fixed64(Buf *b) {
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; i--) value = (value << 8) | b->p[i];
+    b->p += 8;
+    return value;
+}
+
+static PyObject *hex_of(Buf *id) {
+    static const char digits[] = "0123456789abcdef";
+    Py_ssize_t n = id->end - id->p;
+    PyObject *text = PyUnicode_New(n * 2, 127);
+    if (text == NULL) return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(text);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[2 * i] = (Py_UCS1)digits[id->p[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)digits[id->p[i] & 15];
+    }
+    return text;
+}
+
+/* An AnyValue as decode._pb_value gives it: str, int, bool, float, Unsupported(kind) or None.
+ * ``value`` holds each occurrence of the entry's value field (merged: the member set last wins). */
+enum { V_NONE, V_STRING, V_BOOL, V_INT, V_DOUBLE, V_ARRAY, V_KVLIST, V_BYTES };
+
+typedef struct {
+    int kind;
+    Buf text;
+    uint64_t number;
+} AnyValue;
+
+static int merge_any_value(Buf b, AnyValue *value) {
+    uint32_t field, wire;
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) return -1;
+        if (field == 0) return 0;
+        if (field == 1 && wire == 2) {
+            if (read_len(&b, &value->text) < 0) return -1;
+            value->kind = V_STRING;
+        } else if ((field == 2 || field == 3) && wire == 0) {
+            if (read_varint(&b, &value->number) < 0) return -1;
+            value->kind = field == 2 ? V_BOOL : V_INT;
+        } else if (field == 4 && wire == 1) {
+            if (b.end - b.p < 8) return fail("truncated double");
+            value->number = read_fixed64(&b);
+            value->kind = V_DOUBLE;
+        } else if (field >= 5 && field <= 7 && wire == 2) {
+            Buf inner;
+            if (read_len(&b, &inner) < 0) return -1;
+            value->kind = field == 5 ? V_ARRAY : field == 6 ? V_KVLIST : V_BYTES;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            return -1;
+        }
+    }
+}
+
+static PyObject *any_value_object(const AnyValue *value, const Ctx *ctx) {
+    double real;
+    switch (value->kind) {
+    case V_STRING:
+        return PyUnicode_DecodeUTF8((const char *)value->text.p, value->text.end - value->text.p, "strict");
+    case V_BOOL:
+        return PyBool_FromLong(value->number != 0);
+    case V_INT:
+        return PyLong_FromLongLong((long long)value->number);
+    case V_DOUBLE:
+        memcpy(&real, &value->number, sizeof real);
+        return PyFloat_FromDouble(real);
+    case V_ARRAY:
+        return PyObject_CallOneArg(ctx->unsupported, K_ARRAY);
+    case V_KVLIST:
+        return PyObject_CallOneArg(ctx->unsupported, K_KVLIST);
+    case V_BYTES:
+        return PyObject_CallOneArg(ctx->unsupported, K_BYTES);
+    default:
+        Py_RETURN_NONE;
+    }
+}
+
+/* One map entry (KeyValue on the wire): when its name is wanted, out[name] = its value.
+ * Two passes: the name (the last given; "" when none), then, only if it is wanted, the value's occurrences. */
+static int add_entry(Buf b, PyObject *out, const Ctx *ctx) {
+    Buf walk = b, key = {b.p, b.p};
+    uint32_t field, wire;
+    for (;;) {
+        if (read_tag(&walk, &field, &wire) < 0) return -1;
+        if (field == 0) break;
+        if (field == 1 && wire == 2) {
+            if (read_len(&walk, &key) < 0) return -1;
+        } else if (field == 2 && wire == 2) {
+            Buf inner;
+            if (read_len(&walk, &inner) < 0) return -1;
+        } else {
+            /* upb keeps an entry with an unknown field among the unknown fields of the span, not in the map */
+            return 0;
+        }
+    }
+    NameSlot *slot;
+    PyObject *name = name_of(key.p, key.end - key.p, &slot);
+    if (name == NULL) return -1;
+    PyObject *decision = NULL;
+    int keep;
+    if (slot != NULL && slot->generation == generation_now) {
+        keep = slot->keep;
+    } else if ((decision = PyDict_GetItemWithError(ctx->decisions, name)) != NULL) {  /* borrowed */
+        keep = decision == Py_True ? 1 : decision == Py_False ? 0 : PyObject_IsTrue(decision);
+        if (slot != NULL && keep >= 0) {  /* a decision once made is never changed (MappingOptions.wanted) */
+            slot->generation = generation_now;
+            slot->keep = keep;
+        }
+    } else if (PyErr_Occurred()) {
+        keep = -1;
+    } else {
+        PyObject *answer = PyObject_CallOneArg(ctx->wanted, name);
+        keep = answer == NULL ? -1 : PyObject_IsTrue(answer);
+        Py_XDECREF(answer);
+    }
+    if (keep <= 0) {
+        Py_DECREF(name);
+        return keep;
+    }
+    AnyValue value = {V_NONE, {NULL, NULL}, 0};
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (field == 2 && wire == 2) {
+            Buf inner;
+            if (read_len(&b, &inner) < 0 || merge_any_value(inner, &value) < 0) goto error;
+        } else if (read_len(&b, &key) < 0) {  /* the key again (the first pass checked every field) */
+            goto error;
+        }
+    }
+    PyObject *object = any_value_object(&value, ctx);
+    int rc = object == NULL ? -1 : PyDict_SetItem(out, name, object);
+    Py_DECREF(name);
+    Py_XDECREF(object);
+    return rc;
+error:
+    Py_DECREF(name);
+    return -1;
+}
+
+/* Every attributes entry (field ``number``, LEN) of a message into ``out``. */
+static int add_attributes(Buf b, uint32_t number, PyObject *out, const Ctx *ctx) {
+    uint32_t field, wire;
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) return -1;
+        if (field == 0) return 0;
+        if (field == number && wire == 2) {
+            Buf entry;
+            if (read_len(&b, &entry) < 0 || add_entry(entry, out, ctx) < 0) return -1;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            return -1;
+        }
+    }
+}
+
+/* The span view class's slot offsets: a view is made by filling its eight slots, as its dataclass
+ * __init__ would (in field order), without running that __init__ in the interpreter. */
+static const char *const VIEW_FIELDS[8] = {"attrs", "resource", "scope_name", "trace_id",
+                                           "span_id", "start_ns", "end_ns", "parent_span_id"};
+static PyTypeObject *view_type;
+static Py_ssize_t view_offsets[8];
+
+static int learn_view_type(PyObject *type) {
+    if ((PyTypeObject *)type == view_type) return 0;
+    if (!PyType_Check(type)) return fail("span_view is not a class");
+    for (int i = 0; i < 8; i++) {
+        PyObject *descr = PyObject_GetAttrString(type, VIEW_FIELDS[i]);
+        if (descr == NULL) return -1;
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        if (ok) view_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!ok) return fail("span_view's fields are not slots");
+    }
+    Py_XDECREF(view_type);
+    Py_INCREF(type);
+    view_type = (PyTypeObject *)type;
+    return 0;
+}
+
+/* A view holding ``values`` (new references, stolen; all non-NULL). */
+static PyObject *new_view(PyObject **values) {
+    PyObject *view = view_type->tp_alloc(view_type, 0);
+    if (view == NULL) {
+        for (int i = 0; i < 8; i++) Py_DECREF(values[i]);
+        return NULL;
+    }
+    for (int i = 0; i < 8; i++) *(PyObject **)((char *)view + view_offsets[i]) = values[i];
+    return view;
+}
+
+static int add_span(Buf b, PyObject *resource, PyObject *scope_name, PyObject *views, PyObject *span_view,
+                    const Ctx *ctx) {
+    Buf trace = {b.p, b.p}, span = {b.p, b.p}, parent = {b.p, b.p};
+    uint64_t start = 0, end = 0;
+    PyObject *attrs = PyDict_New();
+    if (attrs == NULL) return -1;
+    uint32_t field, wire;
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (wire == 2 && (field == 1 || field == 2 || field == 4)) {
+            if (read_len(&b, field == 1 ? &trace : field == 2 ? &span : &parent) < 0) goto error;
+        } else if (wire == 1 && (field == 7 || field == 8)) {
+            if (b.end - b.p < 8) {
+                fail("truncated fixed64");
+                goto error;
+            }
+            *(field == 7 ? &start : &end) = read_fixed64(&b);
+        } else if (field == 9 && wire == 2) {
+            Buf entry;
+            if (read_len(&b, &entry) < 0 || add_entry(entry, attrs, ctx) < 0) goto error;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            goto error;
+        }
+    }
+    (void)span_view;
+    PyObject *values[8] = {attrs, resource, scope_name, hex_of(&trace), hex_of(&span),
+                           PyLong_FromUnsignedLongLong(start), PyLong_FromUnsignedLongLong(end), hex_of(&parent)};
+    if (!(values[3] && values[4] && values[5] && values[6] && values[7])) {
+        for (int i = 3; i < 8; i++) Py_XDECREF(values[i]);
+        Py_DECREF(attrs);
+        return -1;
+    }
+    Py_INCREF(resource);
+    Py_INCREF(scope_name);
+    PyObject *view = new_view(values);  /* takes attrs and the rest */
+    if (view == NULL) return -1;
+    int rc = PyList_Append(views, view);
+    Py_DECREF(view);
+    return rc;
+error:
+    Py_DECREF(attrs);
+    return -1;
+}
+
+/* A ScopeSpans: its scope's name (the last given), then its spans in order. */
+static int add_scope_spans(Buf b, PyObject *resource, PyObject *views, PyObject *span_view, const Ctx *ctx) {
+    Buf walk = b, name = {b.p, b.p};
+    uint32_t field, wire;
+    for (;;) {  /* first pass: the scope (a singular message: repeated occurrences merge, the last name wins) */
+        if (read_tag(&walk, &field, &wire) < 0) return -1;
+        if (field == 0) break;
+        if (field == 1 && wire == 2) {
+            Buf scope;
+            if (read_len(&walk, &scope) < 0) return -1;
+            for (;;) {
+                uint32_t f, w;
+                if (read_tag(&scope, &f, &w) < 0) return -1;
+                if (f == 0) break;
+                if (f == 1 && w == 2) {
+                    if (read_len(&scope, &name) < 0) return -1;
+                } else if (skip_field(&scope, f, w, 0) < 0) {
+                    return -1;
+                }
+            }
+        } else if (skip_field(&walk, field, wire, 0) < 0) {
+            return -1;
+        }
+    }
+    NameSlot *slot;
+    PyObject *scope_name = name_of(name.p, name.end - name.p, &slot);
+    if (scope_name == NULL) return -1;
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (field == 2 && wire == 2) {
+            Buf span;
+            if (read_len(&b, &span) < 0 || add_span(span, resource, scope_name, views, span_view, ctx) < 0)
+                goto error;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            goto error;
+        }
+    }
+    Py_DECREF(scope_name);
+    return 0;
+error:
+    Py_DECREF(scope_name);
+    return -1;
+}
+
+/* A ResourceSpans: its resource's attributes (every occurrence merged), then its scope spans in order. */
+static int add_resource_spans(Buf b, PyObject *views, PyObject *span_view, const Ctx *ctx) {
+    PyObject *resource = PyDict_New();
+    if (resource == NULL) return -1;
+    Buf walk = b;
+    uint32_t field, wire;
+    for (;;) {
+        if (read_tag(&walk, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (field == 1 && wire == 2) {
+            Buf message;
+            if (read_len(&walk, &message) < 0 || add_attributes(message, 1, resource, ctx) < 0) goto error;
+        } else if (skip_field(&walk, field, wire, 0) < 0) {
+            goto error;
+        }
+    }
+    for (;;) {
+        if (read_tag(&b, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (field == 2 && wire == 2) {
+            Buf scope_spans;
+            if (read_len(&b, &scope_spans) < 0 || add_scope_spans(scope_spans, resource, views, span_view, ctx) < 0)
+                goto error;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            goto error;
+        }
+    }
+    Py_DECREF(resource);
+    return 0;
+error:
+    Py_DECREF(resource);
+    return -1;
+}
+
+static PyObject *views(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "views(body, decisions, wanted, span_view, unsupported)");
+        return NULL;
+    }
+    if (!PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decisions must be a dict");
+        return NULL;
+    }
+    if (learn_view_type(args[3]) < 0) return NULL;
+    if (args[1] != decisions_now) {
+        Py_INCREF(args[1]);
+        Py_XSETREF(decisions_now, args[1]);
+        generation_now++;
+    }
+    Py_buffer body;
+    if (PyObject_GetBuffer(args[0], &body, PyBUF_SIMPLE) < 0) return NULL;
+    Ctx ctx = {args[1], args[2], args[4]};
+    Buf b = {(const uint8_t *)body.buf, (const uint8_t *)body.buf + body.len};
+    PyObject *out = PyList_New(0);
+    uint32_t field, wire;
+    while (out != NULL) {
+        if (read_tag(&b, &field, &wire) < 0) goto error;
+        if (field == 0) break;
+        if (field == 1 && wire == 2) {
+            Buf resource_spans;
+            if (read_len(&b, &resource_spans) < 0 || add_resource_spans(resource_spans, out, args[3], &ctx) < 0)
+                goto error;
+        } else if (skip_field(&b, field, wire, 0) < 0) {
+            goto error;
+        }
+    }
+    PyBuffer_Release(&body);
+    return out;
+error:
+    Py_XDECREF(out);
+    PyBuffer_Release(&body);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"views", (PyCFunction)(void (*)(void))views, METH_FASTCALL,
+     "views(body, decisions, wanted, span_view, unsupported) -> list of span views of a body upb parsed"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_views", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__views(void) {
+    K_ARRAY = PyUnicode_InternFromString("array_value");
+    K_KVLIST = PyUnicode_InternFromString("kvlist_value");
+    K_BYTES = PyUnicode_InternFromString("bytes_value");
+    if (K_ARRAY == NULL || K_KVLIST == NULL || K_BYTES == NULL) return NULL;
+    return PyModule_Create(&module_def);
+}

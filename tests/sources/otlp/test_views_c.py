@@ -1,0 +1,260 @@
+"""The C walk of the protobuf wire (``_views.c``) gives the views the upb path gives, on every body upb accepts.
+
+``decode.views_of_protobuf`` parses each body with upb first (the validation)
+and then reads its span views off the wire in C. These tests compare the C
+views with ``spans_from_protobuf``'s, read from upb's message, on:
+- every captured protobuf request (tests/fixtures/dialects), the real instrumentations' bytes;
+- bodies written field by field here, with protobuf's corners: fields in any order,
+  singular fields and messages repeated (last value wins, messages merge), map
+  entries repeated or without a key or value, a oneof set twice, unknown fields of
+  every wire type (groups too), a known field number under a foreign wire type,
+  negative and 10-byte varints, ids of any length;
+- those bodies with bytes flipped, cut or dropped: whatever upb still accepts.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exporter.sources.otlp import decode
+from exporter.sources.otlp.attributes import COMMON_KEYS, Unsupported
+from exporter.sources.otlp.decode import (
+    PROTOBUF_VIEWS,
+    UndecodableRequest,
+    parse_protobuf,
+    spans_from_protobuf,
+    views_of_protobuf,
+)
+from exporter.sources.otlp.dialects import DIALECT_KEYS
+from exporter.sources.otlp.mapping import map_protobuf
+from exporter.sources.otlp.spans import MappingOptions, SpanView
+from tests.live.spans import FIXTURES, request_bytes
+
+NAMES = [*sorted(COMMON_KEYS | DIALECT_KEYS), "gen_ai.prompt", "llm.input_messages.0.message.content", ""]
+
+
+def _plain(value: Any) -> Any:
+    return ("unsupported", value.kind) if isinstance(value, Unsupported) else (type(value).__name__, value)
+
+
+def _fields(view: SpanView) -> tuple[Any, ...]:
+    """A view as comparable values (an ``Unsupported`` compared by its kind; float NaN by its text)."""
+    attrs = {key: repr(_plain(value)) for key, value in view.attrs.items()}
+    resource = {key: repr(_plain(value)) for key, value in view.resource.items()}
+    return (attrs, resource, view.scope_name, view.trace_id, view.span_id, view.start_ns, view.end_ns,
+            view.parent_span_id)
+
+
+def _both(body: bytes, options: MappingOptions | None = None) -> tuple[list[Any], list[Any]] | None:
+    """(upb path, C path) of a body; None when upb refuses it (then the C path refuses it too)."""
+    opts = options or MappingOptions()
+    try:
+        reference = spans_from_protobuf(parse_protobuf(body), opts)
+    except UndecodableRequest:
+        with pytest.raises(UndecodableRequest):
+            views_of_protobuf(body, opts)
+        return None
+    assert decode._wire is not None
+    walked = decode._wire.views(body, opts._decisions, opts.wanted, SpanView, Unsupported)
+    assert all(type(view) is SpanView for view in walked)
+    return [_fields(v) for v in reference], [_fields(v) for v in walked]
+
+
+def test_the_c_walk_is_built_here() -> None:
+    """The test environment installs with a C compiler: the C walk must be the one in use."""
+    assert PROTOBUF_VIEWS == "c"
+
+
+CAPTURED = sorted(
+    (path.parent.name, path.stem, index)
+    for path in FIXTURES.glob("*/*.json")
+    for index, request in enumerate(__import__("json").loads(path.read_text()).get("requests", []))
+    if "protobuf" in request.get("content_type", "")
+) if FIXTURES.is_dir() else []
+
+
+def test_captured_requests_are_there() -> None:
+    assert len(CAPTURED) >= 50
+
+
+@pytest.mark.parametrize(("dialect", "case", "index"), CAPTURED)
+def test_captured_request_views_are_the_same(dialect: str, case: str, index: int) -> None:
+    import json
+
+    request = json.loads((FIXTURES / dialect / f"{case}.json").read_text())["requests"][index]
+    both = _both(request_bytes(request))
+    assert both is not None
+    reference, walked = both
+    assert walked == reference
+    assert reference, "a captured request with no span"
+
+
+# --- bodies written field by field ------------------------------------------------
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _tag(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _len(field: int, payload: bytes) -> bytes:
+    return _tag(field, 2) + _varint(len(payload)) + payload
+
+
+texts = st.text(st.characters(codec="utf-8"), max_size=12)
+unknown = st.one_of(
+    st.builds(lambda f, v: _tag(f, 0) + _varint(v), st.integers(10, 40), st.integers(0, 2**64 - 1)),
+    st.builds(lambda f, v: _tag(f, 1) + v, st.integers(10, 40), st.binary(min_size=8, max_size=8)),
+    st.builds(lambda f, v: _tag(f, 5) + v, st.integers(10, 40), st.binary(min_size=4, max_size=4)),
+    st.builds(lambda f, v: _len(f, v), st.integers(10, 40), st.binary(max_size=8)),
+    st.builds(lambda f, v: _tag(f, 3) + _tag(1, 0) + _varint(v) + _tag(f, 4), st.integers(10, 40),
+              st.integers(0, 300)),
+)
+
+
+def _any_value_field() -> st.SearchStrategy[bytes]:
+    return st.one_of(
+        st.builds(lambda t: _len(1, t.encode()), texts),
+        st.builds(lambda v: _tag(2, 0) + _varint(v), st.integers(0, 3)),
+        st.builds(lambda v: _tag(3, 0) + _varint(v), st.integers(-(2**63), 2**63 - 1)),
+        st.builds(lambda v: _tag(3, 0) + _varint(v) , st.integers(2**63, 2**64 - 1)),
+        st.builds(lambda v: _tag(4, 1) + struct.pack("<d", v), st.floats(allow_nan=False)),
+        st.builds(lambda: _len(5, _len(1, _len(1, b"x")))),  # an array of one string
+        st.builds(lambda: _len(6, _len(1, _len(1, b"k")))),  # a kvlist of one key
+        st.builds(lambda v: _len(7, v), st.binary(max_size=4)),
+        st.builds(lambda: _tag(1, 0) + _varint(5)),  # string_value's number under a varint: unknown
+        unknown,
+    )
+
+
+def _message(parts: st.SearchStrategy[bytes], max_size: int = 6) -> st.SearchStrategy[bytes]:
+    return st.lists(parts, max_size=max_size).map(b"".join)
+
+
+entry = st.lists(
+    st.one_of(
+        st.builds(lambda name: _len(1, name.encode()), st.sampled_from(NAMES)),
+        st.builds(lambda value: _len(2, value), _message(_any_value_field(), 3)),
+        unknown,
+    ),
+    max_size=4,
+).map(b"".join)
+ids = st.binary(max_size=17)
+span = _message(
+    st.one_of(
+        st.builds(lambda v: _len(1, v), ids),
+        st.builds(lambda v: _len(2, v), ids),
+        st.builds(lambda v: _len(4, v), ids),
+        st.builds(lambda v: _tag(7, 1) + struct.pack("<Q", v), st.integers(0, 2**64 - 1)),
+        st.builds(lambda v: _tag(8, 1) + struct.pack("<Q", v), st.integers(0, 2**64 - 1)),
+        st.builds(lambda v: _tag(8, 0) + _varint(v), st.integers(0, 2**20)),  # foreign wire type: unknown
+        st.builds(lambda v: _len(9, v), entry),
+        st.builds(lambda v: _len(9, v), entry),
+        st.builds(lambda v: _len(5, v.encode()), texts),  # the span's name: not read
+        unknown,
+    ),
+    max_size=10,
+)
+scope = _message(st.one_of(st.builds(lambda t: _len(1, t.encode()), texts), unknown), 3)
+scope_spans = _message(
+    st.one_of(st.builds(lambda v: _len(1, v), scope), st.builds(lambda v: _len(2, v), span), unknown), 6
+)
+resource = _message(st.one_of(st.builds(lambda v: _len(1, v), entry), unknown), 4)
+resource_spans = _message(
+    st.one_of(st.builds(lambda v: _len(1, v), resource), st.builds(lambda v: _len(2, v), scope_spans), unknown), 5
+)
+bodies = _message(st.one_of(st.builds(lambda v: _len(1, v), resource_spans), unknown), 4)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies)
+def test_written_bodies_give_the_same_views(body: bytes) -> None:
+    both = _both(body)
+    assert both is not None, "every written body is well formed"
+    reference, walked = both
+    assert walked == reference
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255), st.sampled_from("xcd")), max_size=4))
+def test_damaged_bodies_upb_accepts_give_the_same_views(body: bytes, damage: list[tuple[int, int, str]]) -> None:
+    data = bytearray(body)
+    for where, byte, how in damage:
+        if not data:
+            break
+        at = where % len(data)
+        if how == "x":
+            data[at] ^= byte or 1
+        elif how == "c":
+            del data[at:]
+        else:
+            del data[at]
+    both = _both(bytes(data))
+    if both is not None:
+        reference, walked = both
+        assert walked == reference
+
+
+def test_a_repeated_name_keeps_its_last_value_and_merges_nothing_else() -> None:
+    """Worked example of the merge rules: the second occurrence of a map entry wins, the resource's
+    two occurrences merge, the scope's name is the last given, a oneof set twice keeps the last."""
+    name = b"gen_ai.request.model"
+    first = _len(9, _len(1, name) + _len(2, _len(1, b"gpt-a")))
+    second = _len(9, _len(1, name) + _len(2, _len(1, b"gpt-b")) + _len(2, _tag(3, 0) + _varint(-7)))
+    the_span = _len(1, b"\x01" * 16) + _len(2, b"\x02" * 8) + first + second
+    body = _len(1, _len(2, _len(1, _len(1, b"one")) + _len(2, the_span) + _len(1, _len(1, b"two")))
+                + _len(1, _len(1, _len(1, b"tenant.id") + _len(2, _len(1, b"t1")))))
+    views = views_of_protobuf(body)
+    assert [(v.attrs, v.resource, v.scope_name, v.trace_id) for v in views] == [
+        ({"gen_ai.request.model": -7}, {"tenant.id": "t1"}, "two", "01" * 16)
+    ]
+    both = _both(body)
+    assert both is not None and both[0] == both[1]
+
+
+def test_an_unwanted_value_is_never_read() -> None:
+    """A prompt's value is skipped on the wire: the C walk never makes a str of it."""
+    prompt = "the secret prompt " * 4
+    body = _len(1, _len(2, _len(2, _len(9, _len(1, b"gen_ai.prompt") + _len(2, _len(1, prompt.encode())))
+                                 + _len(9, _len(1, b"gen_ai.request.model") + _len(2, _len(1, b"m"))))))
+    opts = MappingOptions()
+    (view,) = views_of_protobuf(body, opts)
+    assert view.attrs == {"gen_ai.request.model": "m"}
+    assert opts._decisions["gen_ai.prompt"] is False
+
+
+def test_records_are_the_same_either_way() -> None:
+    """map_protobuf with the C walk and with upb's message: the same records, on every captured request."""
+    import json
+
+    for path in sorted(FIXTURES.glob("*/*.json")):
+        for request in json.loads(path.read_text()).get("requests", []):
+            if "protobuf" not in request.get("content_type", ""):
+                continue
+            body = request_bytes(request)
+            fast, n_fast = map_protobuf(body, MappingOptions(correlate=False))
+            opts = MappingOptions(correlate=False)
+            from exporter.sources.otlp.mapping import map_spans
+
+            views = views_of_protobuf(body, opts, accelerated=False)
+            slow = map_spans(views, opts)
+            assert (fast.records, fast.ignored, fast.rejected, n_fast) == (
+                slow.records, slow.ignored, slow.rejected, len(views)
+            ), path
