@@ -19,9 +19,13 @@
 # the image and runs it; tests/e2e/test_helm_image.py checks this file against the chart.
 
 ARG PYTHON_IMAGE=python:3.11-slim
+# The build stage compiles the C span-view walk (exporter/sources/otlp/_views.c): the same
+# Python with a C compiler and its headers (python:3.11 is python:3.11-slim plus those; the
+# offline build passes a Debian base with gcc and python3-dev). Nothing of it reaches the runtime.
+ARG BUILD_IMAGE=python:3.11
 
 # ---------------------------------------------------------------------------- build
-FROM ${PYTHON_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS build
 # Unset unless given: a CA bundle for pip when a proxy re-signs the index's TLS
 # (scripts/build_image.sh passes the build host's).
 ARG PIP_CERT
@@ -39,7 +43,9 @@ RUN python3 -m venv "$VIRTUAL_ENV"
 COPY pyproject.toml README.md LICENSE ./
 COPY exporter ./exporter
 # The otlp-push extra lets `otlp_push.enabled: true` work in the image.
-RUN pip install ".[otlp-push]" && pip check
+# The image must carry the C walk, not the slower upb fallback an install without a compiler gets.
+RUN pip install ".[otlp-push]" && pip check \
+    && python -c "from exporter.sources.otlp.decode import PROTOBUF_VIEWS as v; assert v == 'c', v"
 
 # Bake the encodings: tiktoken's own cache layout ($TIKTOKEN_CACHE_DIR/<sha1 of the
 # public URL>, exporter/tokens/encodings.py looks there first), written from the rank files the

@@ -81,7 +81,9 @@ def test_multi_stage_on_python_311_slim() -> None:
         i.args.partition("=")[0]: i.args.partition("=")[2] for i in INSTRUCTIONS if i.keyword == "ARG" and i.stage == -1
     }
     assert args["PYTHON_IMAGE"] == "python:3.11-slim"
-    assert all(f.split()[0] == "${PYTHON_IMAGE}" for f in froms)
+    assert args["BUILD_IMAGE"] == "python:3.11"  # the same Python with a compiler: the C span-view walk
+    assert froms[0].split() == ["${BUILD_IMAGE}", "AS", "build"]
+    assert all(f.split()[0] == "${PYTHON_IMAGE}" for f in froms[1:])
 
 
 def test_runs_as_the_chart_uid_never_root() -> None:

@@ -163,6 +163,15 @@ def test_baked_encodings_match_tiktoken_and_count_offline(container: Container) 
     assert json.loads(elsewhere.stdout)["counts"]["tiktoken:o200k_base"] is None
 
 
+def test_protobuf_views_are_read_by_the_c_walk_and_no_compiler_ships(container: Container) -> None:
+    """The build stage compiled _views.c; the runtime stage has the module but no compiler."""
+    which = container.run(
+        ["python3", "-c", "from exporter.sources.otlp.decode import PROTOBUF_VIEWS; print(PROTOBUF_VIEWS)"]
+    )
+    assert which.stdout.strip() == "c"
+    assert container.run(["sh", "-c", "command -v gcc cc"], check=False).returncode != 0
+
+
 # --- the demo, the image's default command --------------------------------------------
 
 

