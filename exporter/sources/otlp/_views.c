@@ -1,23 +1,22 @@
-/* The protobuf span views, read off the wire in C (optional accelerator of decode.spans_from_protobuf).
+/* The protobuf span views, read off the wire in C (the fast path of decode.views_of_protobuf).
  *
- * views(body, decisions, wanted, span_view, unsupported) -> list of span_view
+ * validate(body): ValueError unless upb would parse ``body`` with the read schema
+ *   (pb_schema), which configure() gives from its descriptors: every tag, length and
+ *   varint as upb reads them, UTF-8 in the schema's string fields, groups matched,
+ *   at most upb's 100 levels of nesting. tests/sources/otlp/test_views_c.py holds it
+ *   to upb's answer on written, damaged and captured bodies.
+ * views(body, decisions, wanted, span_view, unsupported) -> list of span_view, of a
+ *   body validate() accepted (it still checks every length against the buffer).
  *
- * Precondition: ``body`` has already been parsed by upb with the read schema
- * (decode.parse_protobuf), which rejects every malformed body (truncation, bad
- * wire types, invalid UTF-8 in the schema's strings, nesting too deep). This
- * walk still checks every length against the buffer and raises ValueError
- * rather than read past it, but it does not repeat upb's validation.
+ * The views are what spans_from_protobuf reads from upb's message, value for value.
+ * Protobuf's merge rules are kept: a singular field repeated on the wire keeps its
+ * last value, a singular message repeated is merged (its attributes added), a map
+ * entry repeated keeps its last value, a map entry with a field of its own that is
+ * unknown stays out of the map (upb keeps it among the unknown fields), and a oneof
+ * keeps the member set last. A field whose wire type is not the schema's is unknown.
  *
- * It gives what spans_from_protobuf gives from the parsed message: the same
- * views, value for value (tests/sources/otlp/test_views_c.py compares them on
- * every captured body and on generated ones). Protobuf's merge rules are kept:
- * a singular field repeated on the wire keeps its last value, a singular
- * message repeated is merged (its attributes added), a map entry repeated
- * keeps its last value, and a oneof keeps the member set last. A field whose
- * wire type is not the schema's is an unknown field, skipped as upb does.
- *
- * Only a wanted name's value is turned into a Python object: a prompt's text
- * is never read (decisions[name] is looked up, else wanted(name) decides).
+ * Only a wanted name's value becomes a Python object: a prompt's text is checked
+ * for UTF-8 and skipped (decisions[name] is looked up, else wanted(name) decides).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,7 +35,23 @@ typedef struct {
     PyObject *unsupported; /* class: Unsupported(kind) */
 } Ctx;
 
-static PyObject *K_ARRAY, *K_KVLIST, *K_BYTES;
+/* The schema, given once by configure() from the read schema's descriptors (decode._schema_table).
+ * Per message: its fields by number, each with the wire type its type has and what it holds. */
+#define MAX_MESSAGES 32
+#define MAX_FIELD 32  /* field numbers the schema uses are below this; any other is unknown */
+enum { F_UNKNOWN = 0, F_MESSAGE, F_STRING, F_OTHER };
+typedef struct {
+    uint8_t kind;
+    uint8_t wire;
+    uint8_t child;  /* F_MESSAGE: the message's index */
+} FieldSpec;
+static FieldSpec schema[MAX_MESSAGES][MAX_FIELD];
+static int schema_ready;
+#define MAX_DEPTH 100  /* upb's: a submessage or group is one level; the request is level 0 */
+/* AnyValue's oneof members other than string/bool/int/double (1-4): by field number, the wire type
+ * and the member's name, read as Unsupported(name) (an array, a kvlist, bytes, a string index...). */
+static PyObject *other_names[MAX_FIELD];
+static uint8_t other_wires[MAX_FIELD];
 
 /* Attribute names as str, by their UTF-8 bytes: names repeat by the thousand, so each is decoded
  * and hashed once. Open addressing, never resized; full, a name is decoded anew each time.
@@ -196,12 +211,13 @@ static PyObject *hex_of(Buf *id) {
 
 /* An AnyValue as decode._pb_value gives it: str, int, bool, float, Unsupported(kind) or None.
  * ``value`` holds each occurrence of the entry's value field (merged: the member set last wins). */
-enum { V_NONE, V_STRING, V_BOOL, V_INT, V_DOUBLE, V_ARRAY, V_KVLIST, V_BYTES };
+enum { V_NONE, V_STRING, V_BOOL, V_INT, V_DOUBLE, V_OTHER };
 
 typedef struct {
     int kind;
     Buf text;
     uint64_t number;
+    uint32_t other;  /* V_OTHER: the member's field number */
 } AnyValue;
 
 static int merge_any_value(Buf b, AnyValue *value) {
@@ -219,10 +235,10 @@ static int merge_any_value(Buf b, AnyValue *value) {
             if (b.end - b.p < 8) return fail("truncated double");
             value->number = read_fixed64(&b);
             value->kind = V_DOUBLE;
-        } else if (field >= 5 && field <= 7 && wire == 2) {
-            Buf inner;
-            if (read_len(&b, &inner) < 0) return -1;
-            value->kind = field == 5 ? V_ARRAY : field == 6 ? V_KVLIST : V_BYTES;
+        } else if (field < MAX_FIELD && other_names[field] != NULL && wire == other_wires[field]) {
+            if (skip_field(&b, field, wire, 0) < 0) return -1;
+            value->kind = V_OTHER;
+            value->other = field;
         } else if (skip_field(&b, field, wire, 0) < 0) {
             return -1;
         }
@@ -241,12 +257,8 @@ static PyObject *any_value_object(const AnyValue *value, const Ctx *ctx) {
     case V_DOUBLE:
         memcpy(&real, &value->number, sizeof real);
         return PyFloat_FromDouble(real);
-    case V_ARRAY:
-        return PyObject_CallOneArg(ctx->unsupported, K_ARRAY);
-    case V_KVLIST:
-        return PyObject_CallOneArg(ctx->unsupported, K_KVLIST);
-    case V_BYTES:
-        return PyObject_CallOneArg(ctx->unsupported, K_BYTES);
+    case V_OTHER:
+        return PyObject_CallOneArg(ctx->unsupported, other_names[value->other]);
     default:
         Py_RETURN_NONE;
     }
@@ -294,7 +306,7 @@ static int add_entry(Buf b, PyObject *out, const Ctx *ctx) {
         Py_DECREF(name);
         return keep;
     }
-    AnyValue value = {V_NONE, {NULL, NULL}, 0};
+    AnyValue value = {V_NONE, {NULL, NULL}, 0, 0};
     for (;;) {
         if (read_tag(&b, &field, &wire) < 0) goto error;
         if (field == 0) break;
@@ -490,6 +502,143 @@ error:
     return -1;
 }
 
+/* --- validation: what upb refuses, refused ------------------------------------------------ */
+
+/* Well-formed UTF-8 (Unicode's table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static int utf8_ok(const uint8_t *p, const uint8_t *end) {
+    while (p < end) {
+        uint8_t c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        Py_ssize_t left = end - p;
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (left < 2 || (p[1] & 0xC0) != 0x80) return 0;
+            p += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            uint8_t lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+            if (left < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80) return 0;
+            p += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            uint8_t lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+            if (left < 4 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+            p += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A tag as upb reads it: at most 5 bytes, a 32-bit value, a field number of at least 1. */
+static int check_tag(Buf *b, uint32_t *field, uint32_t *wire) {
+    const uint8_t *start = b->p;
+    uint64_t tag;
+    if (read_varint(b, &tag) < 0) return -1;
+    if (b->p - start > 5 || tag > 0xFFFFFFFFULL) return fail("tag too long");
+    *field = (uint32_t)(tag >> 3);
+    *wire = (uint32_t)(tag & 7);
+    if (*field == 0) return fail("field number 0");
+    if (*wire > 5) return fail("bad wire type");
+    return 0;
+}
+
+static int check_field(Buf *b, uint32_t field, uint32_t wire, int depth);
+
+/* An unknown group's fields up to its matching end; the group is one level deeper than its message. */
+static int check_group(Buf *b, uint32_t field, int depth) {
+    if (depth > MAX_DEPTH) return fail("nested too deep");
+    for (;;) {
+        uint32_t f, w;
+        if (b->p >= b->end) return fail("group without its end");
+        if (check_tag(b, &f, &w) < 0) return -1;
+        if (w == 4) return f == field ? 0 : fail("mismatched end group");
+        if (check_field(b, f, w, depth) < 0) return -1;
+    }
+}
+
+/* An unknown field's value (its tag read), at ``depth`` (its message's level). */
+static int check_field(Buf *b, uint32_t field, uint32_t wire, int depth) {
+    if (wire == 3) return check_group(b, field, depth + 1);
+    if (wire == 4) return fail("end group outside a group");
+    return skip_field(b, field, wire, depth);
+}
+
+static int check_message(Buf b, int message, int depth) {
+    if (depth > MAX_DEPTH) return fail("nested too deep");
+    while (b.p < b.end) {
+        uint32_t field, wire;
+        if (check_tag(&b, &field, &wire) < 0) return -1;
+        const FieldSpec *spec = field < MAX_FIELD ? &schema[message][field] : NULL;
+        if (spec != NULL && spec->kind != F_UNKNOWN && spec->wire == wire) {
+            Buf inner;
+            if (spec->kind == F_MESSAGE) {
+                if (read_len(&b, &inner) < 0 || check_message(inner, spec->child, depth + 1) < 0) return -1;
+            } else if (spec->kind == F_STRING) {
+                if (read_len(&b, &inner) < 0) return -1;
+                if (!utf8_ok(inner.p, inner.end)) return fail("a string is not UTF-8");
+            } else if (skip_field(&b, field, wire, depth) < 0) {
+                return -1;
+            }
+        } else if (check_field(&b, field, wire, depth) < 0) {  /* unknown, or a known number under another wire type */
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *validate(PyObject *module, PyObject *arg) {
+    (void)module;
+    if (!schema_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() the schema first");
+        return NULL;
+    }
+    Py_buffer body;
+    if (PyObject_GetBuffer(arg, &body, PyBUF_SIMPLE) < 0) return NULL;
+    Buf b = {(const uint8_t *)body.buf, (const uint8_t *)body.buf + body.len};
+    int rc = check_message(b, 0, 0);
+    PyBuffer_Release(&body);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* configure(messages, others): ``messages[i]`` is message i's fields as (number, wire, kind, child)
+ * (message 0 the request); ``others`` AnyValue's other oneof members as (number, wire, name). */
+static PyObject *configure(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *messages, *others;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &messages, &PyTuple_Type, &others)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(messages);
+    if (n < 1 || n > MAX_MESSAGES) return PyErr_Format(PyExc_ValueError, "%zd messages", n);
+    memset(schema, 0, sizeof schema);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *fields = PyTuple_GET_ITEM(messages, i);
+        if (!PyTuple_Check(fields)) return PyErr_Format(PyExc_TypeError, "message %zd", i);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fields); j++) {
+            int number, wire, kind, child;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, j), "iiii", &number, &wire, &kind, &child)) return NULL;
+            if (number <= 0 || number >= MAX_FIELD || wire < 0 || wire > 5 || kind <= F_UNKNOWN || kind > F_OTHER ||
+                child < 0 || child >= n)
+                return PyErr_Format(PyExc_ValueError, "field %d of message %zd", number, i);
+            schema[i][number] = (FieldSpec){(uint8_t)kind, (uint8_t)wire, (uint8_t)child};
+        }
+    }
+    for (int i = 0; i < MAX_FIELD; i++) Py_CLEAR(other_names[i]);
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(others); j++) {
+        int number, wire;
+        PyObject *name;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(others, j), "iiU", &number, &wire, &name)) return NULL;
+        if (number <= 4 || number >= MAX_FIELD || wire < 0 || wire > 5)
+            return PyErr_Format(PyExc_ValueError, "AnyValue member %d", number);
+        Py_INCREF(name);
+        other_names[number] = name;
+        other_wires[number] = (uint8_t)wire;
+    }
+    schema_ready = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *views(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "views(body, decisions, wanted, span_view, unsupported)");
@@ -531,17 +680,15 @@ error:
 }
 
 static PyMethodDef methods[] = {
+    {"validate", validate, METH_O, "validate(body): ValueError unless upb would parse it with the read schema"},
+    {"configure", configure, METH_VARARGS, "configure(messages, others): the read schema (decode._schema_table)"},
     {"views", (PyCFunction)(void (*)(void))views, METH_FASTCALL,
-     "views(body, decisions, wanted, span_view, unsupported) -> list of span views of a body upb parsed"},
+     "views(body, decisions, wanted, span_view, unsupported) -> list of span views of a valid body"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_views", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__views(void) {
-    K_ARRAY = PyUnicode_InternFromString("array_value");
-    K_KVLIST = PyUnicode_InternFromString("kvlist_value");
-    K_BYTES = PyUnicode_InternFromString("bytes_value");
-    if (K_ARRAY == NULL || K_KVLIST == NULL || K_BYTES == NULL) return NULL;
     return PyModule_Create(&module_def);
 }

@@ -88,4 +88,53 @@ def _request_class() -> Any:
 
 TraceRequest: Any = _request_class()
 
-__all__ = ["TraceRequest"]
+# The wire type of each field type (descriptor.proto's FieldDescriptorProto.Type).
+_WIRE = {_F.TYPE_DOUBLE: 1, _F.TYPE_FLOAT: 5, _F.TYPE_INT64: 0, _F.TYPE_UINT64: 0, _F.TYPE_INT32: 0,
+         _F.TYPE_FIXED64: 1, _F.TYPE_FIXED32: 5, _F.TYPE_BOOL: 0, _F.TYPE_STRING: 2, _F.TYPE_MESSAGE: 2,
+         _F.TYPE_BYTES: 2, _F.TYPE_UINT32: 0, _F.TYPE_ENUM: 0, _F.TYPE_SFIXED32: 5, _F.TYPE_SFIXED64: 1,
+         _F.TYPE_SINT32: 0, _F.TYPE_SINT64: 0}
+F_MESSAGE, F_STRING, F_OTHER = 1, 2, 3  # what a field holds, for the C walk (_views.c)
+
+SchemaTable = tuple[tuple[tuple[int, int, int, int], ...], ...]
+
+
+def schema_table(root: Any = None) -> tuple[SchemaTable, tuple[tuple[int, int, str], ...]]:
+    """The read schema for the C walk's validation: per message (the request first), its fields as
+    (number, wire type, what it holds, the message's index); and AnyValue's oneof members other than
+    the four scalars as (number, wire type, name). ``ValueError`` for a schema the walk cannot check
+    (a group, or a repeated scalar that could come packed): the decoder then keeps to upb."""
+    request = root or TraceRequest.DESCRIPTOR
+    order: list[Any] = [request]
+    index = {request.full_name: 0}
+    table: list[tuple[tuple[int, int, int, int], ...]] = []
+    any_value = None
+    while len(table) < len(order):
+        message = order[len(table)]
+        if message.full_name == _ANY_VALUE.lstrip("."):
+            any_value = message
+        fields = []
+        for field in message.fields:
+            if field.type not in _WIRE:
+                raise ValueError(f"{message.full_name}.{field.name}: a field type the C walk does not read")
+            if field.is_repeated and field.type not in (_F.TYPE_MESSAGE, _F.TYPE_STRING, _F.TYPE_BYTES):
+                raise ValueError(f"{message.full_name}.{field.name}: a repeated scalar (it may come packed)")
+            child = 0
+            if field.type == _F.TYPE_MESSAGE:
+                name = field.message_type.full_name
+                if name not in index:
+                    index[name] = len(order)
+                    order.append(field.message_type)
+                child = index[name]
+                kind = F_MESSAGE
+            else:
+                kind = F_STRING if field.type == _F.TYPE_STRING else F_OTHER
+            fields.append((field.number, _WIRE[field.type], kind, child))
+        table.append(tuple(fields))
+    if any_value is None:
+        raise ValueError("the schema has no AnyValue")
+    others = tuple((f.number, _WIRE[f.type], f.name) for f in any_value.fields
+                   if f.number > 4 and f.containing_oneof is not None)
+    return tuple(table), others
+
+
+__all__ = ["TraceRequest", "schema_table"]

@@ -51,15 +51,19 @@ def _fields(view: SpanView) -> tuple[Any, ...]:
 
 
 def _both(body: bytes, options: MappingOptions | None = None) -> tuple[list[Any], list[Any]] | None:
-    """(upb path, C path) of a body; None when upb refuses it (then the C path refuses it too)."""
+    """(upb path, C path) of a body; None when upb refuses it, and then the C walk must refuse it too."""
     opts = options or MappingOptions()
+    assert decode._wire is not None
     try:
         reference = spans_from_protobuf(parse_protobuf(body), opts)
-    except UndecodableRequest:
-        with pytest.raises(UndecodableRequest):
+    except UndecodableRequest as refused:
+        with pytest.raises(ValueError):
+            decode._wire.validate(body)
+        with pytest.raises(UndecodableRequest) as also:
             views_of_protobuf(body, opts)
+        assert str(also.value) == str(refused)  # the same 400 text either way
         return None
-    assert decode._wire is not None
+    decode._wire.validate(body)  # accepted: what upb parses, the walk accepts
     walked = decode._wire.views(body, opts._decisions, opts.wanted, SpanView, Unsupported)
     assert all(type(view) is SpanView for view in walked)
     return [_fields(v) for v in reference], [_fields(v) for v in walked]
@@ -140,24 +144,29 @@ def _any_value_field() -> st.SearchStrategy[bytes]:
         st.builds(lambda: _len(6, _len(1, _len(1, b"k")))),  # a kvlist of one key
         st.builds(lambda v: _len(7, v), st.binary(max_size=4)),
         st.builds(lambda: _tag(1, 0) + _varint(5)),  # string_value's number under a varint: unknown
+        st.builds(lambda v: _tag(8, 0) + _varint(v), st.integers(0, 2**32)),  # string_value_strindex
         unknown,
     )
 
 
-def _message(parts: st.SearchStrategy[bytes], max_size: int = 6) -> st.SearchStrategy[bytes]:
-    return st.lists(parts, max_size=max_size).map(b"".join)
+def _message(
+    main: st.SearchStrategy[bytes], extra: st.SearchStrategy[bytes], most: int = 3
+) -> st.SearchStrategy[bytes]:
+    """A message of 1-``most`` ``main`` fields and 0-2 ``extra`` ones, in any order."""
+    return st.tuples(st.lists(main, min_size=1, max_size=most), st.lists(extra, max_size=2)).flatmap(
+        lambda parts: st.permutations(parts[0] + parts[1])
+    ).map(b"".join)
 
 
-entry = st.lists(
-    st.one_of(
-        st.builds(lambda name: _len(1, name.encode()), st.sampled_from(NAMES)),
-        st.builds(lambda value: _len(2, value), _message(_any_value_field(), 3)),
-        unknown,
-    ),
-    max_size=4,
-).map(b"".join)
+key = st.builds(lambda name: _len(1, name.encode()), st.sampled_from(NAMES))
+value = st.builds(lambda value: _len(2, value), _message(_any_value_field(), unknown, 2))
+entry = st.one_of(
+    st.builds(lambda k, v: k + v, key, value),  # the common entry
+    _message(st.one_of(key, value), unknown, 3),  # any mix: repeated, missing key or value, unknown fields
+)
 ids = st.binary(max_size=17)
 span = _message(
+    st.builds(lambda v: _len(9, v), entry),
     st.one_of(
         st.builds(lambda v: _len(1, v), ids),
         st.builds(lambda v: _len(2, v), ids),
@@ -165,22 +174,20 @@ span = _message(
         st.builds(lambda v: _tag(7, 1) + struct.pack("<Q", v), st.integers(0, 2**64 - 1)),
         st.builds(lambda v: _tag(8, 1) + struct.pack("<Q", v), st.integers(0, 2**64 - 1)),
         st.builds(lambda v: _tag(8, 0) + _varint(v), st.integers(0, 2**20)),  # foreign wire type: unknown
-        st.builds(lambda v: _len(9, v), entry),
-        st.builds(lambda v: _len(9, v), entry),
         st.builds(lambda v: _len(5, v.encode()), texts),  # the span's name: not read
         unknown,
     ),
-    max_size=10,
+    6,
 )
-scope = _message(st.one_of(st.builds(lambda t: _len(1, t.encode()), texts), unknown), 3)
+scope = _message(st.builds(lambda t: _len(1, t.encode()), texts), unknown, 2)
 scope_spans = _message(
-    st.one_of(st.builds(lambda v: _len(1, v), scope), st.builds(lambda v: _len(2, v), span), unknown), 6
+    st.builds(lambda v: _len(2, v), span), st.one_of(st.builds(lambda v: _len(1, v), scope), unknown)
 )
-resource = _message(st.one_of(st.builds(lambda v: _len(1, v), entry), unknown), 4)
+resource = _message(st.builds(lambda v: _len(1, v), entry), unknown)
 resource_spans = _message(
-    st.one_of(st.builds(lambda v: _len(1, v), resource), st.builds(lambda v: _len(2, v), scope_spans), unknown), 5
+    st.builds(lambda v: _len(2, v), scope_spans), st.one_of(st.builds(lambda v: _len(1, v), resource), unknown), 2
 )
-bodies = _message(st.one_of(st.builds(lambda v: _len(1, v), resource_spans), unknown), 4)
+bodies = _message(st.builds(lambda v: _len(1, v), resource_spans), unknown, 2)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,6 +197,72 @@ def test_written_bodies_give_the_same_views(body: bytes) -> None:
     assert both is not None, "every written body is well formed"
     reference, walked = both
     assert walked == reference
+
+
+# Anything the wire can hold: known numbers under any wire type, bad UTF-8, ends of groups anywhere.
+raw_field = st.one_of(
+    st.builds(lambda f, w, v: _tag(f, w) + v, st.integers(1, 12), st.integers(0, 7), st.binary(max_size=10)),
+    st.builds(lambda f, v: _len(f, v), st.integers(1, 12),
+              st.sampled_from([b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", "é".encode(), b"ok"])),
+    st.just(b"\xff\xff\xff\xff\xff\x0f"),  # a tag longer than 5 bytes
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(st.lists(raw_field, max_size=4).map(b"".join),
+                    lambda inner: st.builds(lambda f, v, tail: _len(f, v) + tail, st.integers(1, 9), inner,
+                                            st.lists(raw_field, max_size=2).map(b"".join)), max_leaves=12))
+def test_raw_bodies_are_refused_exactly_when_upb_refuses_them(body: bytes) -> None:
+    both = _both(body)
+    if both is not None:
+        assert both[1] == both[0]
+
+
+def _span_attribute(entry: bytes) -> bytes:
+    return _len(1, _len(2, _len(2, _len(9, entry))))
+
+
+def _nested_array(depth: int) -> bytes:
+    value = _len(1, b"x")
+    for _ in range(depth):
+        value = _len(5, _len(1, value))  # ArrayValue -> AnyValue: two levels each
+    return _len(1, _len(2, _len(2, _len(9, _len(1, b"k") + _len(2, value)))))
+
+
+def _groups_in_span(depth: int) -> bytes:
+    group = b""
+    for _ in range(depth):
+        group = _tag(15, 3) + group + _tag(15, 4)
+    return _len(1, _len(2, _len(2, group)))
+
+
+@pytest.mark.parametrize(
+    ("body", "accepted"),
+    [
+        (_nested_array(47), True),  # 5 + 2 x 47 = 99 levels
+        (_nested_array(48), False),  # 101: past upb's 100
+        (_groups_in_span(97), True),  # the span is level 3: 100 in all
+        (_groups_in_span(98), False),
+        (_tag(15, 3) + _tag(15, 4), True),
+        (_tag(15, 3) + _tag(16, 4), False),  # an end that is not the group's
+        (_tag(15, 4), False),  # an end outside any group
+        (_tag(15, 6), False),
+        (b"\x00\x01", False),  # field number 0
+        (_tag(15, 0) + b"\xff" * 9 + b"\x7f", True),  # a 10-byte varint, high bits dropped
+        (_tag(15, 0) + b"\xff" * 10 + b"\x01", False),  # 11 bytes
+        (b"\xfa\xff\xff\xff\x0f\x00", True),  # a 5-byte tag (field 2^29 - 1)
+        (b"\xfa\xff\xff\xff\x8f\x00\x00", False),  # a 6-byte tag
+        (_len(1, _len(2, _len(1, _len(1, b"\xff")))), False),  # the scope's name is a string
+        (_len(1, _len(2, _len(1, _len(2, b"\xff")))), True),  # the scope's version is not in the schema
+        (_len(1, _len(2, _len(2, _len(5, b"\xff")))), True),  # nor the span's name
+        (_span_attribute(_len(1, b"\xc3")), False),  # an attribute name
+        (_span_attribute(_len(1, b"k") + _len(2, _len(1, b"\xed\xa0\x80"))), False),  # a surrogate in a value
+        (_span_attribute(_len(1, b"k") + _len(2, _len(7, b"\xff"))), True),  # bytes are not UTF-8
+        (_span_attribute(_len(1, b"k") + _len(2, _len(6, _len(1, _len(1, b"\xff"))))), False),  # a kvlist's key
+    ],
+)
+def test_the_walk_refuses_what_upb_refuses(body: bytes, accepted: bool) -> None:
+    assert (_both(body) is not None) is accepted
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
