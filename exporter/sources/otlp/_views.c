@@ -33,6 +33,7 @@ typedef struct {
     PyObject *decisions;  /* dict: name -> bool */
     PyObject *wanted;     /* callable: name -> bool */
     PyObject *unsupported; /* class: Unsupported(kind) */
+    uint64_t generation;  /* generation_now when the call began: its decisions dict's number */
 } Ctx;
 
 /* The schema, given once by configure() from the read schema's descriptors (decode._schema_table).
@@ -57,6 +58,7 @@ static uint8_t other_wires[MAX_FIELD];
  * and hashed once. Open addressing, never resized; full, a name is decoded anew each time.
  * Names only (clients choose them, as the Python decisions cache they feed); never a value. */
 #define NAMES 4096
+#define NAME_MAX_KEPT 256  /* longer names (never a semantic convention's) are decoded each time, not kept */
 typedef struct {
     uint64_t hash;
     PyObject *name;  /* a str whose UTF-8 is the key, or NULL */
@@ -77,7 +79,7 @@ static PyObject *name_of(const uint8_t *p, Py_ssize_t n, NameSlot **found) {
         NameSlot *slot = &names[(hash + (uint64_t)probe) & (NAMES - 1)];
         if (slot->name == NULL) {
             PyObject *name = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
-            if (name == NULL || names_used >= NAMES / 2) return name;
+            if (name == NULL || names_used >= NAMES / 2 || n > NAME_MAX_KEPT) return name;
             PyUnicode_InternInPlace(&name);
             Py_INCREF(name);
             slot->hash = hash;
@@ -144,7 +146,9 @@ static inline int read_tag(Buf *b, uint32_t *field, uint32_t *wire) {
 
 static inline int read_len(Buf *b, Buf *inner) {
     uint64_t size;
+    const uint8_t *start = b->p;
     if (read_varint(b, &size) < 0) return -1;
+    if (b->p - start > 5) return fail("length longer than 5 bytes");
     if (size > (uint64_t)(b->end - b->p)) return fail("length past the end");
     inner->p = b->p;
     inner->end = b->p + size;
@@ -156,11 +160,14 @@ static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth);
 
 /* A group's fields up to its end tag (upb checked the nesting; the walk only skips it). */
 static int skip_group(Buf *b, uint32_t field, int depth) {
-    if (depth > 100) return fail("groups nested too deep");
+    if (depth > MAX_DEPTH) return fail("groups nested too deep");
     for (;;) {
         uint32_t f, w;
         if (b->p >= b->end) return fail("group without its end");
-        if (read_tag(b, &f, &w) < 0) return -1;
+        uint64_t tag;
+        if (read_varint(b, &tag) < 0) return -1;
+        f = (uint32_t)(tag >> 3);
+        w = (uint32_t)(tag & 7);
         if (w == 4) return f == field ? 0 : fail("mismatched end group");
         if (skip_field(b, f, w, depth + 1) < 0) return -1;
     }
@@ -287,12 +294,12 @@ static int add_entry(Buf b, PyObject *out, const Ctx *ctx) {
     if (name == NULL) return -1;
     PyObject *decision = NULL;
     int keep;
-    if (slot != NULL && slot->generation == generation_now) {
+    if (slot != NULL && slot->generation == ctx->generation) {
         keep = slot->keep;
     } else if ((decision = PyDict_GetItemWithError(ctx->decisions, name)) != NULL) {  /* borrowed */
         keep = decision == Py_True ? 1 : decision == Py_False ? 0 : PyObject_IsTrue(decision);
         if (slot != NULL && keep >= 0) {  /* a decision once made is never changed (MappingOptions.wanted) */
-            slot->generation = generation_now;
+            slot->generation = ctx->generation;
             slot->keep = keep;
         }
     } else if (PyErr_Occurred()) {
@@ -352,15 +359,18 @@ static Py_ssize_t view_offsets[8];
 static int learn_view_type(PyObject *type) {
     if ((PyTypeObject *)type == view_type) return 0;
     if (!PyType_Check(type)) return fail("span_view is not a class");
+    Py_ssize_t offsets[8];
     for (int i = 0; i < 8; i++) {
         PyObject *descr = PyObject_GetAttrString(type, VIEW_FIELDS[i]);
         if (descr == NULL) return -1;
         int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
-                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
-        if (ok) view_offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX &&
+                 PyType_IsSubtype((PyTypeObject *)type, PyDescr_TYPE(descr));  /* its own layout's slot */
+        if (ok) offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
         Py_DECREF(descr);
         if (!ok) return fail("span_view's fields are not slots");
     }
+    memcpy(view_offsets, offsets, sizeof offsets);
     Py_XDECREF(view_type);
     Py_INCREF(type);
     view_type = (PyTypeObject *)type;
@@ -532,14 +542,14 @@ static int utf8_ok(const uint8_t *p, const uint8_t *end) {
 }
 
 /* A tag as upb reads it: at most 5 bytes, a 32-bit value, a field number of at least 1. */
-static int check_tag(Buf *b, uint32_t *field, uint32_t *wire) {
+static int check_tag(Buf *b, uint32_t *field, uint32_t *wire, int in_group) {
     const uint8_t *start = b->p;
     uint64_t tag;
     if (read_varint(b, &tag) < 0) return -1;
     if (b->p - start > 5 || tag > 0xFFFFFFFFULL) return fail("tag too long");
     *field = (uint32_t)(tag >> 3);
     *wire = (uint32_t)(tag & 7);
-    if (*field == 0) return fail("field number 0");
+    if (*field == 0 && !in_group) return fail("field number 0");
     if (*wire > 5) return fail("bad wire type");
     return 0;
 }
@@ -552,7 +562,7 @@ static int check_group(Buf *b, uint32_t field, int depth) {
     for (;;) {
         uint32_t f, w;
         if (b->p >= b->end) return fail("group without its end");
-        if (check_tag(b, &f, &w) < 0) return -1;
+        if (check_tag(b, &f, &w, 1) < 0) return -1;
         if (w == 4) return f == field ? 0 : fail("mismatched end group");
         if (check_field(b, f, w, depth) < 0) return -1;
     }
@@ -569,7 +579,7 @@ static int check_message(Buf b, int message, int depth) {
     if (depth > MAX_DEPTH) return fail("nested too deep");
     while (b.p < b.end) {
         uint32_t field, wire;
-        if (check_tag(&b, &field, &wire) < 0) return -1;
+        if (check_tag(&b, &field, &wire, 0) < 0) return -1;
         const FieldSpec *spec = field < MAX_FIELD ? &schema[message][field] : NULL;
         if (spec != NULL && spec->kind != F_UNKNOWN && spec->wire == wire) {
             Buf inner;
@@ -656,7 +666,7 @@ static PyObject *views(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     Py_buffer body;
     if (PyObject_GetBuffer(args[0], &body, PyBUF_SIMPLE) < 0) return NULL;
-    Ctx ctx = {args[1], args[2], args[4]};
+    Ctx ctx = {args[1], args[2], args[4], generation_now};
     Buf b = {(const uint8_t *)body.buf, (const uint8_t *)body.buf + body.len};
     PyObject *out = PyList_New(0);
     uint32_t field, wire;

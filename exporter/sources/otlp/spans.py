@@ -14,6 +14,9 @@ from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 # (prompts, completions, tool arguments) is never even decoded into a string.
 _EXACT_KEYS = COMMON_KEYS | DIALECT_KEYS | GATEWAY_KEYS
 _MAX_DECISIONS = 4096
+# Names longer than this (no semantic convention's is) are decided each time, never remembered:
+# a client chooses them, and a remembered name is held for the options' life.
+_MAX_REMEMBERED_NAME = 256
 # Entries the correlation memory holds at most (a 512-span request adds about 600).
 CORRELATION_MAX_ENTRIES = 65536
 
@@ -56,7 +59,7 @@ class MappingOptions:
                 or key.startswith(KEPT_PREFIXES)
                 or key in self.tenant_attributes
             )
-            if len(self._decisions) < _MAX_DECISIONS:
+            if len(self._decisions) < _MAX_DECISIONS and len(key) <= _MAX_REMEMBERED_NAME:
                 self._decisions[key] = decision
         return decision
 

@@ -114,6 +114,15 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+def _padded(value: int, extra: int) -> bytes:
+    """``value`` as a varint written in ``extra`` more bytes than it needs (continuation bits, zeros)."""
+    short = bytearray(_varint(value))
+    if extra:
+        short[-1] |= 0x80
+        short += b"\x80" * (extra - 1) + b"\x00"
+    return bytes(short)
+
+
 def _tag(field: int, wire: int) -> bytes:
     return _varint(field << 3 | wire)
 
@@ -205,6 +214,11 @@ raw_field = st.one_of(
     st.builds(lambda f, v: _len(f, v), st.integers(1, 12),
               st.sampled_from([b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", "é".encode(), b"ok"])),
     st.just(b"\xff\xff\xff\xff\xff\x0f"),  # a tag longer than 5 bytes
+    # a length written in more bytes than it needs (upb reads at most 5)
+    st.builds(lambda f, v, pad: _tag(f, 2) + _padded(len(v), pad) + v, st.integers(1, 12), st.binary(max_size=4),
+              st.integers(0, 6)),
+    st.builds(lambda f, v: _tag(f, 3) + v + _tag(f, 4), st.integers(1, 20),
+              st.sampled_from([b"\x00\x01", b"\x03\x04", b"\x01" + b"\xff" * 8])),  # field 0 inside a group
 )
 
 
@@ -248,6 +262,11 @@ def _groups_in_span(depth: int) -> bytes:
         (_tag(15, 4), False),  # an end outside any group
         (_tag(15, 6), False),
         (b"\x00\x01", False),  # field number 0
+        (_tag(15, 3) + b"\x00\x01" + _tag(15, 4), True),  # ... but inside a group upb takes it
+        (_tag(15, 3) + b"\x03\x04" + _tag(15, 4), True),  # a group numbered 0 inside a group
+        (_tag(15, 2) + _padded(1, 4) + b"a", True),  # a length in 5 bytes
+        (_tag(15, 2) + _padded(1, 5) + b"a", False),  # in 6: upb refuses it
+        (_span_attribute(_len(1, b"k") + _tag(2, 2) + _padded(3, 5) + _len(1, b"v")), False),  # a value's, too
         (_tag(15, 0) + b"\xff" * 9 + b"\x7f", True),  # a 10-byte varint, high bits dropped
         (_tag(15, 0) + b"\xff" * 10 + b"\x01", False),  # 11 bytes
         (b"\xfa\xff\xff\xff\x0f\x00", True),  # a 5-byte tag (field 2^29 - 1)
@@ -331,3 +350,64 @@ def test_records_are_the_same_either_way() -> None:
             assert (fast.records, fast.ignored, fast.rejected, n_fast) == (
                 slow.records, slow.ignored, slow.rejected, len(views)
             ), path
+
+
+def _entry(name: bytes, value: bytes) -> bytes:
+    return _len(9, _len(1, name) + _len(2, _len(1, value)))
+
+
+def _one_span(*entries: bytes) -> bytes:
+    return _len(1, _len(2, _len(2, b"".join(entries))))
+
+
+def test_a_call_reentered_from_a_callback_keeps_its_own_decisions() -> None:
+    """The C walk remembers each name's decision for the decisions dict of its call. A callback
+    (``wanted``) may run another thread's call with other options before it returns (the GIL is
+    released in Python code): each call must still read its own dict's decisions, and leave the
+    other's alone. Here the other call is made from inside the callback, deterministically."""
+    wire = decode._wire
+    assert wire is not None
+    wants_tenant: dict[str, bool] = {"tenant": True}
+    no_tenant: dict[str, bool] = {"tenant": False}
+
+    def other_wanted(name: str) -> bool:
+        no_tenant[name] = False
+        return False
+
+    def wanted(name: str) -> bool:  # the first undecided name: the other options' call runs meanwhile
+        assert [v.attrs for v in wire.views(_one_span(_entry(b"tenant", b"acme")), no_tenant, other_wanted,
+                                             SpanView, Unsupported)] == [{}]
+        wants_tenant[name] = False
+        return False
+
+    body = _one_span(_entry(b"fresh", b"x"), _entry(b"tenant", b"acme"))
+    assert [v.attrs for v in wire.views(body, wants_tenant, wanted, SpanView, Unsupported)] == [{"tenant": "acme"}]
+    # and afterwards each dict's decision stands
+    assert [v.attrs for v in wire.views(body, no_tenant, other_wanted, SpanView, Unsupported)] == [{}]
+    assert [v.attrs for v in wire.views(body, wants_tenant, wanted, SpanView, Unsupported)] == [{"tenant": "acme"}]
+
+
+def test_a_view_class_that_is_not_a_span_view_layout_is_refused_and_leaves_the_walk_sound() -> None:
+    """The walk fills a view's slots by their offsets: a class whose slots it cannot prove its own
+    is refused, and a refused class (half of whose fields looked right) changes nothing."""
+    wire = decode._wire
+    assert wire is not None
+    body = _one_span(_entry(b"gen_ai.request.model", b"m"))
+    names = ("attrs", "resource", "scope_name", "trace_id", "span_id", "start_ns", "end_ns", "parent_span_id")
+    big = type("Big", (), {"__slots__": tuple(f"pad{i}" for i in range(2000)) + names})
+    half = type("Half", (), {"__slots__": (*tuple(f"pad{i}" for i in range(2000)), "attrs"), "resource": 1})
+    borrowed = type("Borrowed", (), {"__slots__": (), **{name: big.__dict__[name] for name in names}})
+    for wrong in (half, borrowed):
+        with pytest.raises(ValueError, match="not slots"):
+            wire.views(body, {}, lambda name: True, wrong, Unsupported)
+        (view,) = wire.views(body, {}, lambda name: True, SpanView, Unsupported)
+        assert view.attrs == {"gen_ai.request.model": "m"} and view.scope_name == ""
+
+
+def test_a_long_name_is_decided_each_time_not_remembered() -> None:
+    """Names are the client's to choose: one longer than any convention's is not kept by the options."""
+    long_name = "llm_savings." + "x" * 300
+    opts = MappingOptions()
+    (view,) = views_of_protobuf(_one_span(_entry(long_name.encode(), b"v"), _entry(b"gen_ai.prompt", b"p")), opts)
+    assert view.attrs == {long_name: "v"}
+    assert long_name not in opts._decisions and opts._decisions["gen_ai.prompt"] is False
