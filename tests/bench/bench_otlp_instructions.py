@@ -13,7 +13,9 @@ spans per request) is the figure. The correlation memory is capped at
 a receiver that has run for a while.
 
 - ``in process``: ``map_protobuf`` called in a loop, as ``bench_otlp``'s
-  "decode + map, protobuf, as the receiver" row;
+  "decode + map, protobuf, as the receiver" row; and its parts (``PARTS``): upb's
+  bare parse (the mapping bound's baseline), the span views alone, decode + map
+  without the counted-once rules;
 - ``receiver``: the same requests POSTed over loopback to an ``OtlpReceiver``
   by one client process that valgrind does not run (it is exec'd), so the
   count is the receiver's: HTTP parsing, the handler, the queue, the
@@ -53,15 +55,31 @@ def _load(path: str) -> list[bytes]:
     return bodies
 
 
-def _in_process(path: str, measured: int) -> None:
+# The parts of decode + map counted on their own, in process (``_in_process``'s ``part``): each one
+# does the work of the one before it and more, so their differences are the cost of each step.
+PARTS = ("bare", "views", "uncorrelated", "in_process")
+
+
+def _in_process(path: str, measured: int, part: str = "in_process") -> None:
+    """Decode + map of the requests (``in_process``), or a part of it: upb's parse alone (``bare``, the
+    mapping bound's baseline), the span views alone (``views``), decode + map without the counted-once
+    rules (``uncorrelated``)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from exporter.sources.otlp.decode import views_of_protobuf
     from exporter.sources.otlp.mapping import MappingOptions, map_protobuf
 
     bodies = _load(path)
-    options = MappingOptions(correlation_max_entries=CAP)
+    options = MappingOptions(correlation_max_entries=CAP, correlate=part != "uncorrelated")
     gc.freeze()
     gc.set_threshold(50_000, 10, 10)  # the sidecar's young threshold (gc_young_threshold)
     for body in bodies[: WARM + measured]:
-        map_protobuf(body, options)
+        if part == "bare":
+            ExportTraceServiceRequest.FromString(body)
+        elif part == "views":
+            views_of_protobuf(body, options)
+        else:
+            map_protobuf(body, options)
 
 
 def _receiver(path: str, measured: int) -> None:
@@ -115,7 +133,7 @@ def _count(mode: str, path: str, measured: int) -> int:
 
 
 def per_span(bodies: list[bytes]) -> dict[str, float] | None:
-    """Instructions per span, in process and in the receiver; None without valgrind.
+    """Instructions per span of each of ``PARTS`` in process and of the receiver; None without valgrind.
 
     ``bodies``: at least ``WARM + MANY`` requests of ``BATCH`` spans with new span ids each."""
     if shutil.which("valgrind") is None:
@@ -127,19 +145,30 @@ def per_span(bodies: list[bytes]) -> dict[str, float] | None:
         with open(path, "wb") as handle:
             pickle.dump(bodies[: WARM + MANY], handle)
         out: dict[str, float] = {}
-        for mode in ("in_process", "receiver"):
+        for mode in (*PARTS, "receiver"):
             few, many = _count(mode, path, FEW), _count(mode, path, MANY)
             out[mode] = (many - few) / ((MANY - FEW) * BATCH)
     return out
 
 
+def breakdown(figures: dict[str, float]) -> str:
+    """Where decode + map's instructions per span go, each step against upb's bare parse."""
+    bare = figures["bare"]
+    steps = (("the span views", figures["views"]),
+             ("the mapping's rules", figures["uncorrelated"] - figures["views"]),
+             ("the counted-once rules (correlation)", figures["in_process"] - figures["uncorrelated"]))
+    parts = ", ".join(f"{name} {count:,.0f} ({count / bare:.1f}x)" for name, count in steps)
+    return (f"decode + map {figures['in_process']:,.0f} = {figures['in_process'] / bare:.1f}x upb's bare parse "
+            f"({bare:,.0f} per span): {parts}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", nargs="?", default="report", choices=["report", "in_process", "receiver", "client"])
+    parser.add_argument("mode", nargs="?", default="report", choices=["report", *PARTS, "receiver", "client"])
     parser.add_argument("args", nargs="*")
     args = parser.parse_args(argv)
-    if args.mode == "in_process":
-        _in_process(args.args[0], int(args.args[1]))
+    if args.mode in PARTS:
+        _in_process(args.args[0], int(args.args[1]), args.mode)
     elif args.mode == "receiver":
         _receiver(args.args[0], int(args.args[1]))
     elif args.mode == "client":
@@ -154,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"decode + map, instructions per span: in process {figures['in_process']:,.0f}, "
               f"in the receiver over loopback {figures['receiver']:,.0f} "
               f"({figures['receiver'] / figures['in_process']:.3f}x)")
+        print(breakdown(figures))
     return 0
 
 
