@@ -301,70 +301,51 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   state frozen out of its reach (`gc.freeze`) and the interpreter lock's switch interval at
   `gil_switch_interval_ms` (20 ms), as `Sidecar.start` sets them; four client processes posting
   batches of 512 over keep-alive connections; each headline row the median of three runs taken in
-  turn with the other kind, each run paired with one at Python's 5 ms switch interval (15% more CPU
-  per protobuf span there in this run, none for OTLP/JSON; 7-17% over six paired runs apart). The
-  machine's own speed moves these rows more than any change did: full runs of nearly the same
-  receiver read 28,620 protobuf and 24,874 OTLP/JSON spans/s at its slowest (decode + map in process
-  20 us per protobuf span), 49,788 and 39,065 at its fastest (14 us), 43,503 and 33,729 in this run
-  (11.0 us); within this run, decode + map of one run's bodies in process just before it took
-  12.9 to 20.8 us per span. So changes are measured in instructions, which do not swing: valgrind
-  counts every instruction of a process (the instructions row, `bench_otlp_instructions`); decode +
-  map went from 108,745 to 94,447 instructions per span (-13.1%, batches whose usage numbers vary
-  per span) over the last two rounds, the last 1.7% from the shape plan being a slots dataclass
-  instead of a named tuple (CPython 3.11 specialises an attribute read of a slot, not of a named
-  tuple's field, and the mapping reads a dozen of the plan's per span).
+  turn with the other kind, each run paired with one at Python's 5 ms switch interval. The machine's
+  own speed moves these rows more than most changes do: OTLP/JSON, whose code did not change, read
+  33,729 spans/s in the previous full run and 70,888 in this one, and mtail 66,042 and 122,314 lines/s.
+  So changes are measured in instructions, which do not swing: valgrind counts every instruction of
+  a process (the instructions row, `bench_otlp_instructions`). Decode + map went from 108,745 to
+  94,447 instructions per span over two rounds of Python changes, then to 67,417 (-28.6%) with the
+  C walk below; in the receiver over loopback 98,940 -> 68,566 (-30.7%). The protobuf body is read
+  off the wire by a C walk (`exporter/sources/otlp/_views.c`, built by `pip install` when a C
+  compiler is there): it checks the body as upb would with the read schema (the same refusals, with
+  upb's text) and makes each span's view directly, only a wanted attribute's value ever becoming a
+  Python object (a prompt is checked for UTF-8 and skipped), each attribute name decoded once (a
+  bounded name table). upb no longer parses the body at all: its parse and the views read through
+  its messages took about 41,000 instructions per span, the C walk with its checks 15,157. Without a
+  compiler the install goes on and upb's messages give the same views, slower
+  (`decode.PROTOBUF_VIEWS` says which).
+  `tests/sources/otlp/test_views_c.py` holds the walk to upb on every captured request and on
+  written, damaged and raw bodies (hypothesis), and `tests/fuzz/fuzz_views.py` fuzzes it
+  differentially under AddressSanitizer.
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
-  attribute's value decoded only when its key is wanted (the JSON floor, that decode and the same
-  reads, is about 3 us per span, against 15 us for orjson's dicts): the 30,000 target is met in a
-  median when the machine runs at its usual speed, missed when it is slow. Protobuf is parsed with
-  a read schema (`pb_schema`: OTLP's field numbers, the unread fields left unknown, attributes
-  declared `map<string, AnyValue>`, whose entries are `KeyValue` on the wire), so names come as
-  plain strings with no `KeyValue` object each: decode and views 16% less CPU per span, about 5% of
-  decode + map with the correlation, paired in one process. A wanted value is read first as the
-  kind its name had last (`string_value` or `int_value`): a value other than that member's default
-  proves the kind, since an unset member of a oneof reads as its default, so one read replaces
-  `WhichOneof` and a read (-6.1% of decode + map's instructions). Dialects whose counts are plain
-  attributes name them (`CountNames`) and the shape's plan cuts them to the names a span carries,
-  read in one call (-3.1%); a fingerprint with one print holds the print itself, and smaller inline
-  lookups (-2.5%). The floors below read the same way, so they stay floors.
-  What bounds it: 60,000 spans/s is at most 16.7 us of receiver CPU per span. The floor of the whole
-  job (the floor read with the wanted values kept, then for each model call the record's fields with
-  no value checked and no dialect told apart, and one entry in a memory capped like the
-  correlation's, run in the receiver's place over loopback) reached 100,676 spans/s in this run:
-  60,000 is within reach of a Python receiver, so the target is not out of reach, only not met.
-  In process the least records and memory add 1.4 us to the floor read (3.5 us), and decode + map
-  as the receiver is 11.0 us at best, under the 16.7; the receiver over loopback took 22.7 us (the
-  median run). Part of that gap was the comparison: a best-of-five figure in process against single
-  runs over loopback minutes apart, on a machine whose speed swings by half within minutes. Each
-  headline run now has a twin, decode + map of its own bodies in process just before it, as a new
-  receiver maps them (fresh options, an empty correlation memory): the twins took 15.7 us (median),
-  and the runs 1.42x their twins (median of the pairs; OTLP/JSON 1.61x). HTTP, queue and dispatch,
-  measured by a run whose handler decodes nothing, are 1.1 us per span. The rest, about 6 us, is
-  not more work: valgrind counts 98,940 instructions per span in the receiver over loopback against
-  97,743 for decode + map in process (1.012x: HTTP, queue and dispatcher). The same instructions run
-  slower in the receiver, and which of the machine's states slows them (caches, the other core's
-  loopback traffic, the hypervisor) cannot be measured here: this VM exposes no hardware counters
-  (`perf stat`: cycles, instructions and cache misses "not supported"). Measured and ruled out: the
-  mapping in a thread beside a dispatcher thread and a queue, or in four threads at once, or on
-  bodies read from a socket (as in process); a busy or a memory-streaming process on the other core
-  (no change beyond the noise); copy-on-write faults from the forked clients (0.2-0.4 us per span);
-  malloc's arenas and trimming (`MALLOC_ARENA_MAX=1`, high trim and mmap thresholds: the same page
-  faults per request, about 85, and no change beyond the noise). The rows at Python's young threshold and with nothing
-  frozen are decided by the run's moment more than by their settings (in the last full run both beat
-  the headline; taken in turn outside it, both were slower or mixed). Reading the wanted values off
-  the upb messages (the floor read) is 9.2x the bare decode in this run, just inside the 10x mapping
-  bound with nothing mapped; decode + map is 29x, so the bound stays out of reach for a mapping
-  through the protobuf message API. Tried and measured, not kept: mypyc
-  compiling the mapping, plan, usage-block and correlation modules (about 10% less CPU for plan +
-  map, the correlation unchanged; a C build step and two code paths to test); reading the attributes
-  as raw bytes through a narrowed schema (tried twice; in the second, attribute values declared
-  `bytes` and their wire encoding read in Python: parse 1,600 instructions per span fewer, the
-  reads 4,700 more); the span views and mapped outcomes as named tuples made with `tuple.__new__`
-  (cheaper to make, slower to read: +0.7%); decode + map in two worker
-  processes with the correlation in the receiver (41,000-44,000 spans/s against 38,000-41,000 in
-  process on this two-core machine: the receiver's own CPU fell to 12.3 us per span, the two cores
-  shared with the clients are the bound); evicting the correlation memory per request, one lock
-  around decode + map, pinning the clients and the receiver to separate CPUs.
+  attribute's value decoded only when its key is wanted. Protobuf and OTLP/JSON share the mapping:
+  a shape's plan of name-only decisions (`plan`), dialects whose counts are plain attributes named
+  (`CountNames`), and the correlation memory of plain tuples.
+  What bounds it now: 60,000 spans/s is at most 16.7 us of receiver CPU per span; the receiver took
+  8.19 us (the median run), 1.43x its twin, decode + map of the same bodies in process just before
+  it (5.73 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.69 us).
+  The receiver met the target in every run of this one, at 115,309 to 124,051 spans/s; scaled by
+  OTLP/JSON's rows to the previous run's slower machine it would have read about 56,000, so on this
+  machine's slowest hours the protobuf target is met or missed by the hour, not by the code. The
+  mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met: 16.1x. In
+  instructions, which do not depend on how fast each kind of code runs, it is 10.4x upb's parse
+  (6,463 per span): the span views 2.3x, the mapping's rules 4.3x, the counted-once rules 3.7x (the
+  row of its own above). upb's parse runs far more instructions per cycle than the interpreter, so
+  the Python part, the mapping's rules and the correlation, weighs more in CPU time than in
+  instructions; it is what is left to cut. The floor of the whole job through upb's message API (the
+  floor read with the values kept, the least records and a memory capped like the correlation's) is
+  11.9x the bare decode in process, so that bound is out of reach for a mapping through upb's
+  messages; with the C views it is not, and the next cut has to come from the mapping's rules and
+  the correlation.
+  Tried and measured, not kept, in earlier rounds: mypyc compiling the mapping, plan, usage-block and
+  correlation modules (about 10% less CPU for plan + map, the correlation unchanged); attribute
+  values read as raw bytes in Python through a narrowed schema (parse 1,600 instructions per span
+  fewer, the reads 4,700 more); the span views and mapped outcomes as named tuples made with
+  `tuple.__new__` (cheaper to make, slower to read: +0.7%); decode + map in two worker processes;
+  evicting the correlation memory per request; pinning the clients and the receiver to separate
+  CPUs; malloc's arena and trim settings.
 - **Pricing with tiers against `calc_price` (target 100x).** The exporter does not price a request on
   its own: it adds a record's token counts into the cell of its rates and works dollars out once per
   cell, at a scrape or at the end of a replay. The "exporter's pricing cost" rows do per record what
