@@ -156,22 +156,8 @@ static inline int read_len(Buf *b, Buf *inner) {
     return 0;
 }
 
-static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth);
-
-/* A group's fields up to its end tag (upb checked the nesting; the walk only skips it). */
-static int skip_group(Buf *b, uint32_t field, int depth) {
-    if (depth > MAX_DEPTH) return fail("groups nested too deep");
-    for (;;) {
-        uint32_t f, w;
-        if (b->p >= b->end) return fail("group without its end");
-        uint64_t tag;
-        if (read_varint(b, &tag) < 0) return -1;
-        f = (uint32_t)(tag >> 3);
-        w = (uint32_t)(tag & 7);
-        if (w == 4) return f == field ? 0 : fail("mismatched end group");
-        if (skip_field(b, f, w, depth + 1) < 0) return -1;
-    }
-}
+/* A group is walked by validate's check_group, whichever pass meets it (views() too: the same bytes). */
+static int check_group(Buf *b, uint32_t field, int depth);
 
 static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth) {
     uint64_t ignored;
@@ -186,7 +172,7 @@ static int skip_field(Buf *b, uint32_t field, uint32_t wire, int depth) {
     case 2:
         return read_len(b, &inner);
     case 3:
-        return skip_group(b, field, depth);
+        return check_group(b, field, depth + 1);
     case 5:
         if (b->end - b->p < 4) return fail("truncated fixed32");
         b->p += 4;
