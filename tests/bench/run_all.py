@@ -303,17 +303,17 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   batches of 512 over keep-alive connections; each headline row the median of three runs taken in
   turn with the other kind, each run paired with one at Python's 5 ms switch interval. The machine's
   own speed moves these rows more than most changes do: OTLP/JSON, whose code did not change, read
-  33,729 spans/s in the previous full run and 70,888 in this one, and mtail 66,042 and 122,314 lines/s.
+  33,729 spans/s in the previous full run and 70,070 in this one, and mtail 66,042 and 120,354 lines/s.
   So changes are measured in instructions, which do not swing: valgrind counts every instruction of
   a process (the instructions row, `bench_otlp_instructions`). Decode + map went from 108,745 to
-  94,447 instructions per span over two rounds of Python changes, then to 67,417 (-28.6%) with the
-  C walk below; in the receiver over loopback 98,940 -> 68,566 (-30.7%). The protobuf body is read
+  94,447 instructions per span over two rounds of Python changes, then to 67,336 (-28.7%) with the
+  C walk below; in the receiver over loopback 98,940 -> 68,489 (-30.8%). The protobuf body is read
   off the wire by a C walk (`exporter/sources/otlp/_views.c`, built by `pip install` when a C
   compiler is there): it checks the body as upb would with the read schema (the same refusals, with
   upb's text) and makes each span's view directly, only a wanted attribute's value ever becoming a
   Python object (a prompt is checked for UTF-8 and skipped), each attribute name decoded once (a
   bounded name table). upb no longer parses the body at all: its parse and the views read through
-  its messages took about 41,000 instructions per span, the C walk with its checks 15,157. Without a
+  its messages took about 41,000 instructions per span, the C walk with its checks 15,077. Without a
   compiler the install goes on and upb's messages give the same views, slower
   (`decode.PROTOBUF_VIEWS` says which).
   `tests/sources/otlp/test_views_c.py` holds the walk to upb on every captured request and on
@@ -324,21 +324,23 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   a shape's plan of name-only decisions (`plan`), dialects whose counts are plain attributes named
   (`CountNames`), and the correlation memory of plain tuples.
   What bounds it now: 60,000 spans/s is at most 16.7 us of receiver CPU per span; the receiver took
-  8.19 us (the median run), 1.43x its twin, decode + map of the same bodies in process just before
-  it (5.73 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.69 us).
-  The receiver met the target in every run of this one, at 115,309 to 124,051 spans/s; scaled by
-  OTLP/JSON's rows to the previous run's slower machine it would have read about 56,000, so on this
+  8.52 us (the median run), 1.41x its twin, decode + map of the same bodies in process just before
+  it (5.93 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.76 us).
+  The receiver met the target in every run of this one, at 113,010 to 118,475 spans/s; scaled by
+  OTLP/JSON's rows to the previous run's slower machine it would have read about 55,000, so on this
   machine's slowest hours the protobuf target is met or missed by the hour, not by the code. The
-  mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met: 16.1x. In
+  mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met: 16.2x. In
   instructions, which do not depend on how fast each kind of code runs, it is 10.4x upb's parse
   (6,463 per span): the span views 2.3x, the mapping's rules 4.3x, the counted-once rules 3.7x (the
   row of its own above). upb's parse runs far more instructions per cycle than the interpreter, so
   the Python part, the mapping's rules and the correlation, weighs more in CPU time than in
   instructions; it is what is left to cut. The floor of the whole job through upb's message API (the
   floor read with the values kept, the least records and a memory capped like the correlation's) is
-  11.9x the bare decode in process, so that bound is out of reach for a mapping through upb's
-  messages; with the C views it is not, and the next cut has to come from the mapping's rules and
-  the correlation.
+  12.1x the bare decode in process, so the bound is out of reach for a mapping through upb's
+  messages. Over the receiver's own C views the same floor (the views, the least records and the
+  memory) is 1.95 us, 5.7x the bare decode (its row): the bound is within a Python mapping's reach,
+  and decode + map is 2.9x that floor, the mapping's rules and the counted-once rules adding 3.61 us
+  per span. Meeting it needs those down to about 1.4 us, well over half of them cut.
   Tried and measured, not kept, in earlier rounds: mypyc compiling the mapping, plan, usage-block and
   correlation modules (about 10% less CPU for plan + map, the correlation unchanged); attribute
   values read as raw bytes in Python through a narrowed schema (parse 1,600 instructions per span
