@@ -400,12 +400,11 @@ def _first(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
     return None
 
 
-def _least_record(attrs: dict[str, Any], key: str, ts: float, tenant: Any, memory: dict[str, Any],
+def _least_record(attrs: dict[str, Any], model: Any, key: str, ts: float, tenant: Any, memory: dict[str, Any],
                   order: deque[str], cap: int) -> None:
     """The floors of the job, for one span naming a model: the least record the output contract has
     (ts, request id, model, provider, tenant, usage block with its cache detail, dialect) and one entry
     in a memory capped like the correlation's (one insert and, once full, one eviction)."""
-    model = _first(attrs, _FLOOR_MODEL)
     record = {"ts": ts, "request_id": key, "model": model,
               "provider": attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system"),
               "tenant": tenant,
@@ -449,8 +448,9 @@ def floor_job(cap: int = CORRELATION_MAX_ENTRIES) -> Callable[[bytes, Container[
                                 if kind:
                                     _KINDS[key] = kind
                             attrs[key] = got
-                    if _first(attrs, _FLOOR_MODEL) is not None:
-                        _least_record(attrs, f"{span.trace_id.hex()}:{span.span_id.hex()}",
+                    model = _first(attrs, _FLOOR_MODEL)
+                    if model is not None:
+                        _least_record(attrs, model, f"{span.trace_id.hex()}:{span.span_id.hex()}",
                                       (span.end_time_unix_nano or span.start_time_unix_nano) / 1e9, tenant,
                                       memory, order, cap)
         return count
@@ -469,8 +469,9 @@ def floor_job_views(cap: int = CORRELATION_MAX_ENTRIES) -> Callable[[bytes, Cont
         views = views_of_protobuf(body, options)
         for view in views:
             attrs = view.attrs
-            if _first(attrs, _FLOOR_MODEL) is not None:
-                _least_record(attrs, f"{view.trace_id}:{view.span_id}", (view.end_ns or view.start_ns) / 1e9,
+            model = _first(attrs, _FLOOR_MODEL)
+            if model is not None:
+                _least_record(attrs, model, f"{view.trace_id}:{view.span_id}", (view.end_ns or view.start_ns) / 1e9,
                               view.resource.get("llm_savings.tenant"), memory, order, cap)
         return len(views)
     return job
