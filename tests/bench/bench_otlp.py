@@ -828,7 +828,7 @@ def rows(result: dict[str, float]) -> list[Row]:
             f"{result['instructions_in_process'] / result['instructions_bare']:.1f}x"
             if result.get("instructions_bare") else "-", "n/a (the bound is on CPU time)", "n/a",
             [bench_otlp_instructions.breakdown({part: result[f"instructions_{part}"]
-                                                for part in ("bare", "views", "uncorrelated", "in_process")})
+                                                for part in bench_otlp_instructions.PARTS})
              + "; upb's parse runs far more instructions per cycle than the interpreter, so the same work "
              "is a larger multiple of it in CPU time than in instructions"
              if result.get("instructions_bare") else
