@@ -232,22 +232,27 @@ def test_raw_bodies_are_refused_exactly_when_upb_refuses_them(body: bytes) -> No
         assert both[1] == both[0]
 
 
+def _one_span(*fields: bytes) -> bytes:
+    """A request of one span (in one scope, one resource) made of ``fields``."""
+    return _len(1, _len(2, _len(2, b"".join(fields))))
+
+
 def _span_attribute(entry: bytes) -> bytes:
-    return _len(1, _len(2, _len(2, _len(9, entry))))
+    return _one_span(_len(9, entry))
 
 
 def _nested_array(depth: int) -> bytes:
     value = _len(1, b"x")
     for _ in range(depth):
         value = _len(5, _len(1, value))  # ArrayValue -> AnyValue: two levels each
-    return _len(1, _len(2, _len(2, _len(9, _len(1, b"k") + _len(2, value)))))
+    return _span_attribute(_len(1, b"k") + _len(2, value))
 
 
 def _groups_in_span(depth: int) -> bytes:
     group = b""
     for _ in range(depth):
         group = _tag(15, 3) + group + _tag(15, 4)
-    return _len(1, _len(2, _len(2, group)))
+    return _one_span(group)
 
 
 @pytest.mark.parametrize(
@@ -273,7 +278,7 @@ def _groups_in_span(depth: int) -> bytes:
         (b"\xfa\xff\xff\xff\x8f\x00\x00", False),  # a 6-byte tag
         (_len(1, _len(2, _len(1, _len(1, b"\xff")))), False),  # the scope's name is a string
         (_len(1, _len(2, _len(1, _len(2, b"\xff")))), True),  # the scope's version is not in the schema
-        (_len(1, _len(2, _len(2, _len(5, b"\xff")))), True),  # nor the span's name
+        (_one_span(_len(5, b"\xff")), True),  # nor the span's name
         (_span_attribute(_len(1, b"\xc3")), False),  # an attribute name
         (_span_attribute(_len(1, b"k") + _len(2, _len(1, b"\xed\xa0\x80"))), False),  # a surrogate in a value
         (_span_attribute(_len(1, b"k") + _len(2, _len(7, b"\xff"))), True),  # bytes are not UTF-8
@@ -324,8 +329,7 @@ def test_a_repeated_name_keeps_its_last_value_and_merges_nothing_else() -> None:
 def test_an_unwanted_value_is_never_read() -> None:
     """A prompt's value is skipped on the wire: the C walk never makes a str of it."""
     prompt = "the secret prompt " * 4
-    body = _len(1, _len(2, _len(2, _len(9, _len(1, b"gen_ai.prompt") + _len(2, _len(1, prompt.encode())))
-                                 + _len(9, _len(1, b"gen_ai.request.model") + _len(2, _len(1, b"m"))))))
+    body = _one_span(_entry(b"gen_ai.prompt", prompt.encode()), _entry(b"gen_ai.request.model", b"m"))
     opts = MappingOptions()
     (view,) = views_of_protobuf(body, opts)
     assert view.attrs == {"gen_ai.request.model": "m"}
@@ -354,10 +358,6 @@ def test_records_are_the_same_either_way() -> None:
 
 def _entry(name: bytes, value: bytes) -> bytes:
     return _len(9, _len(1, name) + _len(2, _len(1, value)))
-
-
-def _one_span(*entries: bytes) -> bytes:
-    return _len(1, _len(2, _len(2, b"".join(entries))))
 
 
 def test_a_call_reentered_from_a_callback_keeps_its_own_decisions() -> None:
