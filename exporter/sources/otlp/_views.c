@@ -73,13 +73,14 @@ static Py_ssize_t names_used;
 
 static PyObject *name_of(const uint8_t *p, Py_ssize_t n, NameSlot **found) {
     *found = NULL;
+    if (n > NAME_MAX_KEPT) return PyUnicode_DecodeUTF8((const char *)p, n, "strict");  /* never kept: not hashed */
     uint64_t hash = 1469598103934665603ULL;
     for (Py_ssize_t i = 0; i < n; i++) hash = (hash ^ p[i]) * 1099511628211ULL;
     for (Py_ssize_t probe = 0; probe < 8; probe++) {
         NameSlot *slot = &names[(hash + (uint64_t)probe) & (NAMES - 1)];
         if (slot->name == NULL) {
             PyObject *name = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
-            if (name == NULL || names_used >= NAMES / 2 || n > NAME_MAX_KEPT) return name;
+            if (name == NULL || names_used >= NAMES / 2) return name;
             PyUnicode_InternInPlace(&name);
             Py_INCREF(name);
             slot->hash = hash;
