@@ -35,7 +35,7 @@ def main() -> None:
     options = MappingOptions(correlation_max_entries=args.entries)
     warm = MappingOptions()
     map_protobuf(build_batch(0)[0], warm)  # the mapping's own caches, outside the measure
-    per_request = len(warm._memory["correlator"]._order)
+    per_request = warm._memory["correlator"].held
     requests = 2 * (args.entries // per_request + 1)
     bodies = [build_batch(seed)[0] for seed in range(1, requests + 1)]
     tracemalloc.start()
@@ -48,7 +48,7 @@ def main() -> None:
         correlator = options._memory["correlator"]
         assert isinstance(correlator, SpanCorrelator)
         held = _held(options, baseline)
-        entries = len(correlator._order)
+        entries = correlator.held
         figures[f"{phase}_entries"] = entries
         figures[f"{phase}_bytes_per_entry"] = round(held / entries, 1)
         figures[f"{phase}_evicted_early"] = correlator.evicted_early

@@ -59,13 +59,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
-from exporter.sources.otlp.fingerprints import PrintIndex
+from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
 from exporter.sources.otlp.spans import (
     CORRELATION_MAX_ENTRIES,
     DEFAULT_OPTIONS,
@@ -105,6 +106,33 @@ class Member:
 _Family = tuple[str | None, tuple[int, int, int, int] | None, bool]
 
 
+# The kinds of entry the memory holds, one letter each in ``_Arrival.codes``.
+PARENT, PENDING, MODEL, PRINT = KINDS = ("P", "Q", "M", "F")
+# Runs an iterator to its end in C: the bulk forgetting below.
+_consume: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
+
+
+@dataclass(slots=True)
+class _Arrival:
+    """The entries one request added to the memory, kept together: they arrived at one time, so the
+    window forgets them together, and the cap forgets the oldest first.
+
+    Each kind's entries are in a list of their own, in the order they were added, and ``codes``
+    holds every entry's kind in that order (one letter each). The first n entries are then, of each
+    kind, the first ``codes.count(kind, ...)`` of its list: forgotten a list slice at a time, in the
+    dictionaries' own C loops, and exactly the entries a single queue of them would have given up.
+    """
+
+    arrived: float
+    parents: list[str] = field(default_factory=list)  # span keys whose parent link was remembered
+    pendings: list[str] = field(default_factory=list)  # unseen ancestor keys a family waits for
+    models: list[str] = field(default_factory=list)  # model-call span keys placed in a family
+    prints: list[tuple[Fingerprint, Print]] = field(default_factory=list)
+    codes: str = ""
+    start: int = 0  # entries already forgotten (a prefix of codes)
+    done: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # ... of each kind: P, Q, M, F
+
+
 @dataclass
 class SpanCorrelator:
     window_seconds: float = 120.0
@@ -115,43 +143,62 @@ class SpanCorrelator:
     _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
     _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
     _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
-    _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
+    # model span key -> its response id; only ids that are not None (``get`` gives None for the rest)
+    _seen_ids: dict[str, str | None] = field(default_factory=dict)
     _families: dict[int, _Family] = field(default_factory=dict)
     _prints: PrintIndex = field(default_factory=PrintIndex)
-    _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
+    _arrivals: deque[_Arrival] = field(default_factory=deque)  # by arrival, oldest first
+    _held: int = 0  # entries held, in all arrivals
     _next: int = 0
     _now: float = 0.0  # the clock when the request being resolved arrived
     # entries forgotten because of max_entries while still inside the window (not the aged-out ones)
     evicted_early: int = 0
 
     # --- memory -------------------------------------------------------------
-    def _remember(self, kind: str, key: Any) -> None:
-        self._order.append((self._now, kind, key))  # by the arrival of the request
+    @property
+    def held(self) -> int:
+        """Entries the memory holds: parent links, waiting ancestors, model-call spans, fingerprints."""
+        return self._held
 
     def _evict(self) -> None:
         """Forget the entries past the window, then the oldest beyond the cap (counted: forgotten early)."""
         horizon = self._now - self.window_seconds
-        order = self._order
-        aged = 0
-        for arrived, _, _ in order:  # by arrival: the aged ones are the oldest
-            if arrived >= horizon:
-                break
-            aged += 1
-        early = max(0, len(order) - aged - self.max_entries)
+        arrivals = self._arrivals
+        while arrivals and arrivals[0].arrived < horizon:  # by arrival: the aged ones are the oldest
+            arrival = arrivals.popleft()
+            left = len(arrival.codes) - arrival.start
+            self._forget(arrival, left)
+            self._held -= left
+        early = max(0, self._held - self.max_entries)
         self.evicted_early += early
-        for _ in range(aged + early):
-            _, kind, key = order.popleft()
-            if kind == "parent":
-                self._parent.pop(key, None)
-            elif kind == "model":
-                family = self._family_of.pop(key, None)
-                self._seen_ids.pop(key, None)
-                if family is not None:
-                    self._families.pop(family, None)
-            elif kind == "pending":
-                self._pending.pop(key, None)
-            elif kind == "print":
-                self._prints.forget(*key)
+        self._held -= early
+        while early:
+            arrival = arrivals[0]
+            left = len(arrival.codes) - arrival.start
+            take = min(left, early)
+            self._forget(arrival, take)
+            if take == left:
+                arrivals.popleft()
+            early -= take
+
+    def _forget(self, arrival: _Arrival, count: int) -> None:
+        """Forget the next ``count`` entries of ``arrival``, a kind at a time (each kind its own maps)."""
+        codes, start, (p, q, m, f) = arrival.codes, arrival.start, arrival.done
+        end = arrival.start = start + count
+        parents, pendings, models, prints = (codes.count(kind, start, end) for kind in KINDS)
+        arrival.done = [p + parents, q + pendings, m + models, f + prints]
+        if parents:
+            _consume(map(self._parent.pop, arrival.parents[p:p + parents], repeat(None)))
+        if pendings:
+            _consume(map(self._pending.pop, arrival.pendings[q:q + pendings], repeat(None)))
+        if models:
+            keys = arrival.models[m:m + models]
+            families = list(map(self._family_of.pop, keys, repeat(0)))  # 0: a key placed again since
+            if self._seen_ids:
+                _consume(map(self._seen_ids.pop, keys, repeat(None)))
+            _consume(map(self._families.pop, families, repeat(None)))  # families are numbered from 1
+        if prints:
+            self._prints.forget_all(arrival.prints[f:f + prints])
 
     # --- the rules ------------------------------------------------------------
     def resolve(self, links: Sequence[tuple[str, str]], members: Sequence[Member]) -> None:
@@ -162,11 +209,13 @@ class SpanCorrelator:
         with self._lock:
             self._now = self.clock()
             self._evict()
-            known, order, now = self._parent, self._order, self._now
+            arrival = _Arrival(self._now)
+            known, parents = self._parent, arrival.parents
             for key, parent in links:
                 if parent and key not in known:
                     known[key] = parent
-                    order.append((now, "parent", key))
+                    parents.append(key)
+            codes = [PARENT * len(parents)]
             # a non-model span links a waiting descendant to its own parent
             if self._pending:
                 model_keys = {m.key for m in members}
@@ -176,10 +225,15 @@ class SpanCorrelator:
                     waiting = self._pending.pop(key, None)
                     if waiting is not None and parent:
                         self._pending[parent] = waiting
-                        self._remember("pending", parent)
+                        arrival.pendings.append(parent)
+                codes.append(PENDING * len(arrival.pendings))
             for member in members:
-                self._place(member)
+                codes.append(self._place(member, arrival))
             self._choose(members)
+            arrival.codes = "".join(codes)
+            if arrival.codes:
+                self._arrivals.append(arrival)
+                self._held += len(arrival.codes)
 
     def _resent(self, family: int, member: Member) -> bool:
         """The same span again (an export retried): same id, same usage."""
@@ -196,12 +250,13 @@ class SpanCorrelator:
             return True
         return a[0] == b[0] and a[3] == b[3]
 
-    def _place(self, member: Member) -> None:
-        family_of, key, usage, order, now = self._family_of, member.key, member.usage, self._order, self._now
+    def _place(self, member: Member, arrival: _Arrival) -> str:
+        """Put ``member`` in a family; the kinds of the entries this added to ``arrival``, in order."""
+        family_of, key, usage = self._family_of, member.key, member.usage
         again = family_of.get(key)
         if again is not None and again in self._families and self._resent(again, member):
             member.family = again
-            return
+            return ""
         family = None
         # (a) an ancestor seen before (this request or an earlier one)
         cursor, depth, last = member.parent_key, 0, member.parent_key
@@ -227,7 +282,8 @@ class SpanCorrelator:
             else (member.model.lower(), *usage)
         )
         has_id = member.response_id is not None
-        if family is None and fingerprint is not None:
+        codes = MODEL
+        if family is None and fingerprint is not None and fingerprint in self._prints.queues:
             family = self._prints.match(fingerprint, member.dialect, has_id, member.end_ns,
                                         self.end_tolerance_ns, self._families)
         if family is None:
@@ -237,18 +293,24 @@ class SpanCorrelator:
             if fingerprint is not None:
                 entry = (member.dialect, member.end_ns, family, has_id, family)
                 self._prints.add(fingerprint, entry)
-                order.append((now, "print", (fingerprint, entry)))
+                arrival.prints.append((fingerprint, entry))
+                codes = PRINT + MODEL
         else:
             known = self._families[family]
             if known[1] is None:
                 self._families[family] = (known[0], usage, known[2])
         member.family = family
         family_of[key] = family
-        self._seen_ids[key] = member.response_id
-        order.append((now, "model", key))
+        if has_id:
+            self._seen_ids[key] = member.response_id
+        elif self._seen_ids:
+            self._seen_ids.pop(key, None)
+        arrival.models.append(key)
         if last and last not in family_of and last not in pending:
             pending[last] = family  # an ancestor not seen yet joins when it comes
-            order.append((now, "pending", last))
+            arrival.pendings.append(last)
+            return codes + PENDING
+        return codes
 
     def _choose(self, members: Sequence[Member]) -> None:
         """Per family: keep the best member of this request unless the family was emitted."""

@@ -22,7 +22,7 @@ forgets its print without making or dropping two containers.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 Fingerprint = tuple[str, int, int, int, int]
@@ -105,6 +105,17 @@ class PrintIndex:
             self.matched.discard(entry[4])
         else:
             self.drop(fingerprint, entry)
+
+    def forget_all(self, prints: Iterable[tuple[Fingerprint, Print]]) -> None:
+        """``forget`` each (fingerprint, print) in turn: the memory forgets a request's prints together."""
+        matched, queues = self.matched, self.queues
+        for fingerprint, entry in prints:
+            if matched and entry[4] in matched:
+                matched.discard(entry[4])
+            elif queues.get(fingerprint) is entry:  # the common case: the fingerprint's only print
+                del queues[fingerprint]
+            else:
+                self.drop(fingerprint, entry)
 
     def drop(self, fingerprint: Fingerprint, entry: Print) -> None:
         """Forget ``entry`` (matched, or out of the memory's window)."""

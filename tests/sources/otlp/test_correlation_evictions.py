@@ -40,13 +40,13 @@ def test_the_cap_forgetting_entries_inside_the_window_is_counted() -> None:
     correlator = SpanCorrelator(clock=clock, max_entries=4)
     for trace in range(1, 4):  # 2 entries each; checked as a request arrives: 6 held after the third
         _request(correlator, _member(trace))
-    assert (len(correlator._order), correlator.evicted_early) == (6, 0)
+    assert (correlator.held, correlator.evicted_early) == (6, 0)
     clock.now = 1.0
     _request(correlator, _member(4))  # 6 > 4 on arrival: the oldest two go, well inside 120 s
-    assert (len(correlator._order), correlator.evicted_early) == (6, 2)
+    assert (correlator.held, correlator.evicted_early) == (6, 2)
     clock.now = 2.0
     _request(correlator, _member(5), _member(6))
-    assert (len(correlator._order), correlator.evicted_early) == (8, 4)
+    assert (correlator.held, correlator.evicted_early) == (8, 4)
 
 
 def test_entries_that_aged_out_are_not_counted_even_beyond_the_cap() -> None:
@@ -56,10 +56,10 @@ def test_entries_that_aged_out_are_not_counted_even_beyond_the_cap() -> None:
         _request(correlator, _member(trace))
     clock.now = 121.0  # all six are older than the window (and beyond the cap): aged, not evicted early
     _request(correlator, _member(9))
-    assert (len(correlator._order), correlator.evicted_early) == (2, 0)
+    assert (correlator.held, correlator.evicted_early) == (2, 0)
     clock.now = 242.0
     _request(correlator, _member(10))
-    assert (len(correlator._order), correlator.evicted_early) == (2, 0)
+    assert (correlator.held, correlator.evicted_early) == (2, 0)
 
 
 def test_a_child_arriving_after_the_cap_forgot_its_parent_is_a_call_of_its_own() -> None:

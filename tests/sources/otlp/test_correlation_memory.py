@@ -39,7 +39,7 @@ def test_remembered_prints_families_and_entries_are_untracked() -> None:
         gc.collect()    # nesting level a pass (an entry holds a pair of tuples)
     prints = correlator._prints.prints()
     families = list(correlator._families.values())
-    order = list(correlator._order)
-    assert len(prints) == len(families) == 200 and len(order) >= 600
-    tracked = [x for x in (*prints, *families, *order) if gc.is_tracked(x)]
+    entries = [entry for arrival in correlator._arrivals for entry in arrival.prints]
+    assert len(prints) == len(families) == len(entries) == 200 and correlator.held >= 600
+    tracked = [x for x in (*prints, *families, *entries) if gc.is_tracked(x)]
     assert tracked == []

@@ -1,0 +1,201 @@
+"""The correlation memory as it read before its entries were kept per request: the reference.
+
+``SpanCorrelator`` below is ``exporter.sources.otlp.correlate``'s as it was
+when every entry was one item of one deque, evicted one by one. The product
+keeps a request's entries together and forgets them in bulk;
+``test_correlation_reference`` holds it to this one, request by request: the
+same families, request ids and kept members, and the same count of entries
+held and forgotten early.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.sources.otlp.correlate import MAX_DEPTH, MAX_ENTRIES, Member, _Family
+from exporter.sources.otlp.fingerprints import PrintIndex
+
+
+@dataclass
+class ReferenceCorrelator:
+    window_seconds: float = 120.0
+    end_tolerance_ns: int = 1_000_000_000
+    clock: Callable[[], float] = time.monotonic
+    max_entries: int = MAX_ENTRIES
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
+    _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
+    _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
+    _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
+    _families: dict[int, _Family] = field(default_factory=dict)
+    _prints: PrintIndex = field(default_factory=PrintIndex)
+    _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
+    _next: int = 0
+    _now: float = 0.0  # the clock when the request being resolved arrived
+    # entries forgotten because of max_entries while still inside the window (not the aged-out ones)
+    evicted_early: int = 0
+
+    # --- memory -------------------------------------------------------------
+    def _remember(self, kind: str, key: Any) -> None:
+        self._order.append((self._now, kind, key))  # by the arrival of the request
+
+    def _evict(self) -> None:
+        """Forget the entries past the window, then the oldest beyond the cap (counted: forgotten early)."""
+        horizon = self._now - self.window_seconds
+        order = self._order
+        aged = 0
+        for arrived, _, _ in order:  # by arrival: the aged ones are the oldest
+            if arrived >= horizon:
+                break
+            aged += 1
+        early = max(0, len(order) - aged - self.max_entries)
+        self.evicted_early += early
+        for _ in range(aged + early):
+            _, kind, key = order.popleft()
+            if kind == "parent":
+                self._parent.pop(key, None)
+            elif kind == "model":
+                family = self._family_of.pop(key, None)
+                self._seen_ids.pop(key, None)
+                if family is not None:
+                    self._families.pop(family, None)
+            elif kind == "pending":
+                self._pending.pop(key, None)
+            elif kind == "print":
+                self._prints.forget(*key)
+
+    # --- the rules ------------------------------------------------------------
+    def resolve(self, links: Sequence[tuple[str, str]], members: Sequence[Member]) -> None:
+        """Assign each member its family and request id; mark the ones to drop (``keep``).
+
+        ``links``: (span key, parent key) of every span of the request.
+        """
+        with self._lock:
+            self._now = self.clock()
+            self._evict()
+            known, order, now = self._parent, self._order, self._now
+            for key, parent in links:
+                if parent and key not in known:
+                    known[key] = parent
+                    order.append((now, "parent", key))
+            # a non-model span links a waiting descendant to its own parent
+            if self._pending:
+                model_keys = {m.key for m in members}
+                for key, parent in links:
+                    if key in model_keys:
+                        continue
+                    waiting = self._pending.pop(key, None)
+                    if waiting is not None and parent:
+                        self._pending[parent] = waiting
+                        self._remember("pending", parent)
+            for member in members:
+                self._place(member)
+            self._choose(members)
+
+    def _resent(self, family: int, member: Member) -> bool:
+        """The same span again (an export retried): same id, same usage."""
+        return self._compatible(family, member) and self._seen_ids.get(member.key) == (
+            member.response_id
+        )
+
+    def _compatible(self, family: int, member: Member) -> bool:
+        known = self._families.get(family)
+        if known is None:
+            return False
+        a, b = known[1], member.usage
+        if a is None or b is None:
+            return True
+        return a[0] == b[0] and a[3] == b[3]
+
+    def _place(self, member: Member) -> None:
+        family_of, key, usage, order, now = self._family_of, member.key, member.usage, self._order, self._now
+        again = family_of.get(key)
+        if again is not None and again in self._families and self._resent(again, member):
+            member.family = again
+            return
+        family = None
+        # (a) an ancestor seen before (this request or an earlier one)
+        cursor, depth, last = member.parent_key, 0, member.parent_key
+        parents = self._parent
+        while cursor and depth < MAX_DEPTH:
+            found = family_of.get(cursor)
+            if found is not None and self._compatible(found, member):
+                family = found
+                break
+            last = cursor
+            cursor = parents.get(cursor, "")
+            depth += 1
+        pending = self._pending
+        # (a) a descendant seen before, waiting for this span
+        if family is None and pending:
+            waiting = pending.get(key)
+            if waiting is not None and self._compatible(waiting, member):
+                family = waiting
+                del pending[key]
+        # (c) the fingerprint, across dialects (model and the four usage numbers)
+        fingerprint = (
+            None if usage is None or not (usage[0] or usage[3]) or not member.model
+            else (member.model.lower(), *usage)
+        )
+        has_id = member.response_id is not None
+        if family is None and fingerprint is not None:
+            family = self._prints.match(fingerprint, member.dialect, has_id, member.end_ns,
+                                        self.end_tolerance_ns, self._families)
+        if family is None:
+            self._next += 1  # a new family
+            family = self._next
+            self._families[family] = (member.request_id, usage, False)
+            if fingerprint is not None:
+                entry = (member.dialect, member.end_ns, family, has_id, family)
+                self._prints.add(fingerprint, entry)
+                order.append((now, "print", (fingerprint, entry)))
+        else:
+            known = self._families[family]
+            if known[1] is None:
+                self._families[family] = (known[0], usage, known[2])
+        member.family = family
+        family_of[key] = family
+        self._seen_ids[key] = member.response_id
+        order.append((now, "model", key))
+        if last and last not in family_of and last not in pending:
+            pending[last] = family  # an ancestor not seen yet joins when it comes
+            order.append((now, "pending", last))
+
+    def _choose(self, members: Sequence[Member]) -> None:
+        """Per family: keep the best member of this request unless the family was emitted."""
+        first: dict[int, Member] = {}  # each family's first member, in the order families appear
+        more: dict[int, list[Member]] = {}  # every member of the families with more than one
+        for member in members:
+            family_id = member.family
+            if family_id not in first:
+                first[family_id] = member
+            elif family_id in more:
+                more[family_id].append(member)
+            else:
+                more[family_id] = [first[family_id], member]
+        families = self._families
+        for family_id, member in first.items():
+            request_id, usage, emitted = families[family_id]
+            group = more.get(family_id)
+            if group is None:  # the common case: what the rules below give for one member
+                if emitted:
+                    member.request_id = request_id
+                else:
+                    families[family_id] = (member.request_id, usage, True)
+                continue
+            if emitted:
+                for member in group:  # counted as duplicates by the pipeline's dedupe
+                    member.request_id = request_id
+                continue
+            best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
+            with_id = next((m for m in group if m.response_id is not None), None)
+            source = best if best.response_id is not None or with_id is None else with_id
+            families[family_id] = (source.request_id, usage, True)
+            for member in group:
+                member.keep = member is best
+                member.request_id = source.request_id
