@@ -96,6 +96,7 @@ class Member:
     response_id: str | None
     request_id: str | None
     rank: tuple[int, int, int]
+    index: int = -1  # the span's place in its request (``correlate``'s pairs)
     family: int = -1
     keep: bool = True
 
@@ -283,16 +284,19 @@ class SpanCorrelator:
         )
         has_id = member.response_id is not None
         codes = MODEL
-        if family is None and fingerprint is not None and fingerprint in self._prints.queues:
-            family = self._prints.match(fingerprint, member.dialect, has_id, member.end_ns,
-                                        self.end_tolerance_ns, self._families)
+        held = None  # what the index holds for the fingerprint: looked up once (a tuple's hash is not kept)
+        if family is None and fingerprint is not None:
+            held = self._prints.queues.get(fingerprint)
+            if held is not None:
+                family = self._prints.match_held(fingerprint, held, member.dialect, has_id, member.end_ns,
+                                                 self.end_tolerance_ns, self._families)
         if family is None:
             self._next += 1  # a new family
             family = self._next
             self._families[family] = (member.request_id, usage, False)
             if fingerprint is not None:
                 entry = (member.dialect, member.end_ns, family, has_id, family)
-                self._prints.add(fingerprint, entry)
+                self._prints.add(fingerprint, entry, held)
                 arrival.prints.append((fingerprint, entry))
                 codes = PRINT + MODEL
         else:
@@ -394,24 +398,24 @@ def _own(span: SpanView) -> bool:
     return any(key.startswith("llm_savings.") for key in span.attrs)
 
 
-def _member(span: SpanView, record: dict[str, Any], key: str, parent_key: str, own: bool) -> Member | None:
-    usage = record.get("usage")
-    if not usage or not key or own:
-        return None
-    flags = record.get("source_flags", ())
+def _member(span: SpanView, record: dict[str, Any], usage: Mapping[str, Any], key: str, parent_key: str,
+            index: int) -> Member:
+    """The correlator's view of ``pairs[index]``, a mapped span with usage."""
+    flags = record.get("source_flags")
     response_id = span.attrs.get(A_RESPONSE_ID)
     response_id = response_id if isinstance(response_id, str) and response_id else None
     complete = not flags or flags.count(RESPONSE_CACHE_HIT) == len(flags)  # no flag but the cache hit
     return Member(  # positional: the fields in their declared order
         key,
         parent_key,
-        str(record.get("source_dialect", "")),
+        record.get("source_dialect", ""),
         _usage_numbers(usage),
-        str(record.get("model", "")),
+        record.get("model", ""),
         span.end_ns or span.start_ns,
         response_id,
         record.get("request_id"),
         (1 if complete else 0, 1 if "cache_creation" in usage else 0, 1 if response_id else 0),
+        index,
     )
 
 
@@ -431,29 +435,27 @@ def correlate(
     if correlator is None:
         return outcomes
     links: list[tuple[str, str]] = []
-    members: list[tuple[int, Member]] = []
+    members: list[Member] = []
     for index, (view, outcome) in enumerate(pairs):
-        if not (view.trace_id and view.span_id):
+        trace, span_id, parent = view.trace_id, view.span_id, view.parent_span_id
+        if not (trace and span_id):
             continue
-        trace = view.trace_id
-        key = f"{trace}:{view.span_id}"
-        parent_key = f"{trace}:{view.parent_span_id}" if view.parent_span_id else ""
+        key = f"{trace}:{span_id}"
+        parent_key = f"{trace}:{parent}" if parent else ""
         links.append((key, parent_key))
         if type(outcome) is Mapped:
-            own = owns[index] if owns is not None else _own(view)
-            member = _member(view, outcome.record, key, parent_key, own)
-            if member is not None:
-                members.append((index, member))
+            usage = outcome.record.get("usage")
+            if usage and not (owns[index] if owns is not None else _own(view)):
+                members.append(_member(view, outcome.record, usage, key, parent_key, index))
     if not members:
         return outcomes
-    correlator.resolve(links, [member for _, member in members])
-    for index, member in members:
+    correlator.resolve(links, members)
+    for member in members:
         if not member.keep:
-            outcomes[index] = _SAME_CALL
-            continue
-        record = outcomes[index]
-        assert isinstance(record, Mapped)
-        if member.request_id is not None:
+            outcomes[member.index] = _SAME_CALL
+        elif member.request_id is not None:
+            record = outcomes[member.index]
+            assert isinstance(record, Mapped)
             record.record["request_id"] = member.request_id
     return outcomes
 

@@ -41,14 +41,22 @@ class PrintIndex:
     queues: dict[Fingerprint, Held] = field(default_factory=dict)
     matched: set[int] = field(default_factory=set)  # seq of the prints matched and not forgotten yet
 
-    def add(self, fingerprint: Fingerprint, entry: Print) -> None:
-        held = self.queues.get(fingerprint)
+    def add(self, fingerprint: Fingerprint, entry: Print, held: Held | None = None) -> None:
+        """Hold ``entry`` under ``fingerprint``; ``held``: what ``queues`` holds for it now, when the
+        caller looked it up already (a fingerprint is a new tuple each time: its hash is not kept)."""
         if held is None:
-            self.queues[fingerprint] = entry
-            return
+            held = self.queues.get(fingerprint)
+            if held is None:
+                self.queues[fingerprint] = entry
+                return
         if isinstance(held, tuple):
             held = self.queues[fingerprint] = {(held[0], held[3]): deque((held,))}
-        held.setdefault((entry[0], entry[3]), deque()).append(entry)
+        key = (entry[0], entry[3])
+        queue = held.get(key)
+        if queue is None:
+            held[key] = deque((entry,))
+        else:
+            queue.append(entry)
 
     def prints(self) -> list[Print]:
         """Every print held, unmatched and not forgotten (for tests and sizing)."""
@@ -67,6 +75,11 @@ class PrintIndex:
         held = self.queues.get(fingerprint)
         if held is None:
             return None
+        return self.match_held(fingerprint, held, dialect, has_response_id, end_ns, tolerance_ns, families)
+
+    def match_held(self, fingerprint: Fingerprint, held: Held, dialect: str, has_response_id: bool, end_ns: int,
+                   tolerance_ns: int, families: Container[int]) -> int | None:
+        """``match``, given what ``queues`` holds for ``fingerprint`` (``held``, looked up by the caller)."""
         best: Print | None = None
         if isinstance(held, tuple):
             if (held[0] == dialect or (held[3] and has_response_id)
