@@ -96,7 +96,7 @@ class Member:
     response_id: str | None
     request_id: str | None
     rank: tuple[int, int, int]
-    index: int = -1  # the span's place in its request (``correlate``'s pairs)
+    index: int = -1  # the span's place in its request (in ``correlate``'s views)
     family: int = -1
     keep: bool = True
 
@@ -420,35 +420,36 @@ def _member(span: SpanView, record: dict[str, Any], usage: Mapping[str, Any], ke
 
 
 def correlate(
-    pairs: list[tuple[SpanView, SpanOutcome]],
+    views: Sequence[SpanView],
+    outcomes: list[SpanOutcome],
     opts: MappingOptions,
     owns: Sequence[bool] | None = None,
-) -> list[SpanOutcome]:
-    """Apply the counted-once rules to one request's (span, outcome) pairs.
+) -> None:
+    """Apply the counted-once rules to one request's spans and their outcomes, ``outcomes[i]`` being
+    ``views[i]``'s: a member dropped becomes ``same_call``, a kept one gets its family's request id.
 
-    ``owns[i]``: whether ``pairs[i]``'s span is this project's own (an
-    ``llm_savings.*`` attribute); the mapping passes its per-shape answers,
-    else each span's names are scanned.
+    ``owns[i]``: whether ``views[i]`` is this project's own span (an ``llm_savings.*``
+    attribute); the mapping passes its per-shape answers, else each span's names are scanned.
     """
     correlator = _correlator(opts)
-    outcomes = [outcome for _, outcome in pairs]
     if correlator is None:
-        return outcomes
+        return
     links: list[tuple[str, str]] = []
     members: list[Member] = []
-    for index, (view, outcome) in enumerate(pairs):
+    for index, view in enumerate(views):
         trace, span_id, parent = view.trace_id, view.span_id, view.parent_span_id
         if not (trace and span_id):
             continue
         key = f"{trace}:{span_id}"
         parent_key = f"{trace}:{parent}" if parent else ""
         links.append((key, parent_key))
+        outcome = outcomes[index]
         if type(outcome) is Mapped:
             usage = outcome.record.get("usage")
             if usage and not (owns[index] if owns is not None else _own(view)):
                 members.append(_member(view, outcome.record, usage, key, parent_key, index))
     if not members:
-        return outcomes
+        return
     correlator.resolve(links, members)
     for member in members:
         if not member.keep:
@@ -457,7 +458,6 @@ def correlate(
             record = outcomes[member.index]
             assert isinstance(record, Mapped)
             record.record["request_id"] = member.request_id
-    return outcomes
 
 
 __all__ = ["IGNORE_SAME_CALL", "MAX_DEPTH", "MAX_ENTRIES", "Member", "SpanCorrelator", "correlate", "evicted_early"]

@@ -288,16 +288,18 @@ def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) 
 def _map_into(result: BatchResult, spans: Iterable[SpanView], opts: MappingOptions) -> None:
     """Map ``spans`` with their shape plans, apply the counted-once rules, add the outcomes to ``result``."""
     plans, tenant_keys = _plans(opts), opts.tenant_attributes
-    pairs: list[tuple[SpanView, SpanOutcome]] = []
+    views = spans if isinstance(spans, list) else list(spans)
+    outcomes: list[SpanOutcome] = []
     owns: list[bool] = []
-    for span in spans:
+    for span in views:
         plan = plans.get((span.scope_name, *span.attrs))  # plan_for's lookup, inline: a call less a span
         if plan is None:
             plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
-        pairs.append((span, _map(span, opts, plan)))
+        outcomes.append(_map(span, opts, plan))
         owns.append(plan.own)
+    correlate(views, outcomes, opts, owns)
     records = result.records
-    for outcome in correlate(pairs, opts, owns):
+    for outcome in outcomes:
         if type(outcome) is Mapped:  # BatchResult.add's common case, inline
             records.append(outcome.record)
         else:

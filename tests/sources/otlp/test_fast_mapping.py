@@ -161,8 +161,10 @@ def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
 
 def reference_map_spans(spans: Iterable[SpanView], opts: MappingOptions) -> BatchResult:
     result = BatchResult()
-    pairs = [(span, reference_map_span(span, opts)) for span in spans]
-    for outcome in correlate(pairs, opts):  # each span's names scanned for llm_savings.*
+    spans = list(spans)
+    outcomes = [reference_map_span(span, opts) for span in spans]
+    correlate(spans, outcomes, opts)  # each span's names scanned for llm_savings.*
+    for outcome in outcomes:
         result.add(outcome)
     return result
 
