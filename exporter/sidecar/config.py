@@ -92,7 +92,7 @@ class LabelConfig:
     model_allowlist: tuple[str, ...] = setting((), "When set, models not in the list become `other`.")
 
 
-# otlp.correlation_max_entries at most: about 2.4 GB at ~560 bytes an entry; a typo, not a deployment, asks more
+# otlp.correlation_max_entries at most: about 2 GB at ~480 bytes an entry; a typo, not a deployment, asks more
 MAX_CORRELATION_ENTRIES = 1 << 22
 
 
@@ -134,7 +134,7 @@ class OtlpConfig:
         "Entries the memory of recent spans holds at most (the memory that counts one call reported by two "
         "instrumentations in different export requests once; 120 s by arrival). An export request adds about "
         "one entry per span plus one per model call; when the cap forgets entries still inside the 120 s, "
-        "`llm_savings_otlp_correlation_evicted_total` counts them. About 560 bytes an entry; 1 to 4,194,304 "
+        "`llm_savings_otlp_correlation_evicted_total` counts them. About 480 bytes an entry; 1 to 4,194,304 "
         "([telemetry.md](telemetry.md#the-memory-and-its-cap) sizes it).", (1, MAX_CORRELATION_ENTRIES, "entries"))
 
 

@@ -145,7 +145,7 @@ def build(cfg: Values) -> dict[str, Any]:
         Panel("stat", "OTLP correlation entries forgotten early (1h)",
               "Entries of the OTLP receiver's memory of recent spans forgotten inside their 120 s because "
               "otlp.correlation_max_entries was reached: a later span of a call another instrumentation "
-              "already reported may then be counted as a call of its own. Raise the setting (about 560 "
+              "already reported may then be counted as a call of its own. Raise the setting (about 480 "
               "bytes an entry) if this is not zero.",
               [Target('sum(increase(llm_savings_otlp_correlation_evicted_total{%(instances)s}[1h]))')],
               w=8, h=5, unit_of="llm_savings_otlp_correlation_evicted_total"),

@@ -51,7 +51,11 @@ The memory is bounded: entries older than ``correlation_window_seconds``
 ``MAX_ENTRIES``) are forgotten; a member arriving later than that is counted
 as a call of its own. Entries forgotten by the cap while still inside the
 window are counted (``evicted_early``): above a few hundred model-call spans
-a second the cap, not the window, decides how long the memory lasts.
+a second the cap, not the window, decides how long the memory lasts. An
+entry is a parent link, a waiting ancestor, a model-call span or its
+fingerprint. A request's entries are kept together (``_Arrival``) and
+forgotten in bulk; when the cap cuts through a request, its entries go in the
+order they were added, as they would from one queue of all entries.
 """
 
 from __future__ import annotations
