@@ -302,12 +302,14 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   `gil_switch_interval_ms` (20 ms), as `Sidecar.start` sets them; four client processes posting
   batches of 512 over keep-alive connections; each headline row the median of three runs taken in
   turn with the other kind, each run paired with one at Python's 5 ms switch interval. The machine's
-  own speed moves these rows more than most changes do: OTLP/JSON, whose code did not change, read
-  33,729 spans/s in the previous full run and 70,070 in this one, and mtail 66,042 and 120,354 lines/s.
+  own speed moves these rows more than most changes do: OTLP/JSON read 33,729 spans/s two full runs
+  ago and 70,070 in the last one, its code unchanged, and mtail 66,042 and 120,354 lines/s; this run's
+  machine was as fast as the last one's (OTLP/JSON 68,762, mtail 119,943).
   So changes are measured in instructions, which do not swing: valgrind counts every instruction of
   a process (the instructions row, `bench_otlp_instructions`). Decode + map went from 108,745 to
   94,447 instructions per span over two rounds of Python changes, then to 67,336 (-28.7%) with the
-  C walk below; in the receiver over loopback 98,940 -> 68,489 (-30.8%). The protobuf body is read
+  C walk below, then to 64,140 with the correlation memory below; in the receiver over loopback
+  98,940 -> 68,489 (-30.8%) -> 65,268. The protobuf body is read
   off the wire by a C walk (`exporter/sources/otlp/_views.c`, built by `pip install` when a C
   compiler is there): it checks the body as upb would with the read schema (the same refusals, with
   upb's text) and makes each span's view directly, only a wanted attribute's value ever becoming a
@@ -322,25 +324,33 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   OTLP/JSON is read by one typed msgspec decode into structs the collector does not track, an
   attribute's value decoded only when its key is wanted. Protobuf and OTLP/JSON share the mapping:
   a shape's plan of name-only decisions (`plan`), dialects whose counts are plain attributes named
-  (`CountNames`), and the correlation memory of plain tuples.
+  (`CountNames`), and the correlation memory of plain tuples. That memory keeps an export request's
+  entries together, a list per kind with their kinds in order as one string, so the window forgets a
+  request at once and the cap's first n entries are, of each kind, the first ones of its list, popped
+  in the dictionaries' own C loops; a fingerprint is looked up once per span. The counted-once rules
+  went from 24,210 to 21,415 instructions per span, the memory from about 560 to about 480 bytes an
+  entry, the same decisions (`tests/sources/otlp/test_correlation_reference.py` holds it to the
+  memory of one queue it replaced, request by request).
   What bounds it now: 60,000 spans/s is at most 16.7 us of receiver CPU per span; the receiver took
-  8.52 us (the median run), 1.41x its twin, decode + map of the same bodies in process just before
-  it (5.93 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.76 us).
-  The receiver met the target in every run of this one, at 113,010 to 118,475 spans/s; scaled by
-  OTLP/JSON's rows to the previous run's slower machine it would have read about 55,000, so on this
-  machine's slowest hours the protobuf target is met or missed by the hour, not by the code. The
-  mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met: 16.2x. In
-  instructions, which do not depend on how fast each kind of code runs, it is 10.4x upb's parse
-  (6,463 per span): the span views 2.3x, the mapping's rules 4.3x, the counted-once rules 3.7x (the
-  row of its own above). upb's parse runs far more instructions per cycle than the interpreter, so
-  the Python part, the mapping's rules and the correlation, weighs more in CPU time than in
-  instructions; it is what is left to cut. The floor of the whole job through upb's message API (the
-  floor read with the values kept, the least records and a memory capped like the correlation's) is
-  12.1x the bare decode in process, so the bound is out of reach for a mapping through upb's
-  messages. Over the receiver's own C views the same floor (the views, the least records and the
-  memory) is 1.95 us, 5.7x the bare decode (its row): the bound is within a Python mapping's reach,
-  and decode + map is 2.9x that floor, the mapping's rules and the counted-once rules adding 3.61 us
-  per span. Meeting it needs those down to about 1.4 us, well over half of them cut.
+  8.43 us (the median run), 1.45x its twin, decode + map of the same bodies in process just before it
+  (5.71 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.69 us). The
+  receiver met the target in every run of this one, at 114,444 to 118,095 spans/s; on the machine of
+  two full runs ago, about half as fast, it would have read about 55,000 (scaled by OTLP/JSON's rows),
+  so on this machine's slowest hours the protobuf target is met or missed by the hour, not by the
+  code. The mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met:
+  15.4x (16.2x in the last full run). In instructions, which do not depend on how fast each kind of
+  code runs, it is 9.9x upb's parse (6,463 per span): the span views 2.3x, the mapping's rules 4.3x,
+  the counted-once rules 3.3x (the row of its own above). upb's parse runs far more instructions per
+  cycle than the interpreter, so the Python part, the mapping's rules and the correlation, weighs more
+  in CPU time than in instructions; it is what is left to cut. The floor of the whole job through
+  upb's message API (the floor read with the values kept, the least records and a memory capped like
+  the correlation's) is 11.6x the bare decode in process, so the bound is out of reach for a mapping
+  through upb's messages. Over the receiver's own C views the same floor (the views, the least records
+  and the memory) is 1.94 us, 5.5x the bare decode (its row): the bound is within a Python mapping's
+  reach, and decode + map is 2.8x that floor, the mapping's rules and the counted-once rules adding
+  3.50 us per span. Meeting it needs those down to about 1.6 us, more than half of them cut, or moved
+  out of the interpreter: in instructions decode + map is within the bound already (9.9x), and the
+  1.6x between the two ratios is the interpreter running fewer instructions per cycle than upb does.
   Tried and measured, not kept, in earlier rounds: mypyc compiling the mapping, plan, usage-block and
   correlation modules (about 10% less CPU for plan + map, the correlation unchanged); attribute
   values read as raw bytes in Python through a narrowed schema (parse 1,600 instructions per span
