@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from exporter.sources.otlp.attributes import REJECT_OTLP, BadValue, Unsupported
 from exporter.sources.otlp.pb_schema import TraceRequest, schema_table
-from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MappingOptions, Rejected, SpanView
+from exporter.sources.otlp.spans import DEFAULT_OPTIONS, MAX_REMEMBERED_NAME, MappingOptions, Rejected, SpanView
 
 try:  # the C walk of the wire (_views.c), built when the install had a C compiler
     from exporter.sources.otlp import _views as _wire
@@ -81,7 +81,8 @@ def _map_attributes(attributes: Any, options: MappingOptions) -> dict[str, Any]:
     return out
 
 
-_MAX_KINDS = 4096  # names whose value kind is remembered, per options (clients choose the names)
+_MAX_KINDS = 4096  # names whose value kind is remembered, per options (clients choose the names: each
+# at most MAX_REMEMBERED_NAME long)
 
 
 def _kinds(options: MappingOptions) -> dict[str, str]:
@@ -140,7 +141,7 @@ def spans_from_protobuf(request: Any, options: MappingOptions | None = None) -> 
                         else:
                             attrs[key] = _pb_value(value)
                             continue
-                        if len(kinds) < _MAX_KINDS:
+                        if len(kinds) < _MAX_KINDS and len(key) <= MAX_REMEMBERED_NAME:
                             kinds[key] = kind
                 append(
                     SpanView(

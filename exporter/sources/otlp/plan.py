@@ -46,6 +46,7 @@ from exporter.sources.otlp.dialects.base import CountPairs
 from exporter.sources.otlp.dialects.langfuse import A_MODEL as A_LANGFUSE_MODEL
 from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 from exporter.sources.otlp.gateway import S_RESPONSE_CACHE
+from exporter.sources.otlp.spans import MAX_REMEMBERED_NAME
 
 MODEL_KEYS = (A_RESPONSE_MODEL, A_REQUEST_MODEL, A_OI_MODEL, A_LANGFUSE_MODEL)
 PROVIDER_KEYS = (A_PROVIDER, A_SYSTEM, A_OI_PROVIDER, A_OI_SYSTEM)
@@ -120,7 +121,9 @@ def plan_for(
     plan = plans.get(shape)
     if plan is None:
         plan = build_plan(attrs, scope_name, tenant_attributes)
-        if len(plans) < MAX_PLANS:
+        # a shape with a name (or scope) too long to remember is planned each time: a client could
+        # otherwise park MAX_PLANS names of up to a body's size each here for the options' life
+        if len(plans) < MAX_PLANS and max(map(len, shape)) <= MAX_REMEMBERED_NAME:
             plans[shape] = plan
     return plan
 

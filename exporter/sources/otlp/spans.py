@@ -15,8 +15,9 @@ from exporter.sources.otlp.gateway import KEYS as GATEWAY_KEYS
 _EXACT_KEYS = COMMON_KEYS | DIALECT_KEYS | GATEWAY_KEYS
 _MAX_DECISIONS = 4096
 # Names longer than this (no semantic convention's is) are decided each time, never remembered:
-# a client chooses them, and a remembered name is held for the options' life.
-_MAX_REMEMBERED_NAME = 256
+# a client chooses them, and a remembered name is held for the options' life. Every cache keyed by
+# names (decisions, value kinds, shape plans) holds at most a count of them, each at most this long.
+MAX_REMEMBERED_NAME = 256
 # Entries the correlation memory holds at most (a 512-span request adds about 600).
 CORRELATION_MAX_ENTRIES = 65536
 
@@ -59,7 +60,7 @@ class MappingOptions:
                 or key.startswith(KEPT_PREFIXES)
                 or key in self.tenant_attributes
             )
-            if len(self._decisions) < _MAX_DECISIONS and len(key) <= _MAX_REMEMBERED_NAME:
+            if len(self._decisions) < _MAX_DECISIONS and len(key) <= MAX_REMEMBERED_NAME:
                 self._decisions[key] = decision
         return decision
 
@@ -129,6 +130,7 @@ class BatchResult:
 __all__ = [
     "CORRELATION_MAX_ENTRIES",
     "DEFAULT_OPTIONS",
+    "MAX_REMEMBERED_NAME",
     "BatchResult",
     "Ignored",
     "Mapped",

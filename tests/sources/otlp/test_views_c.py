@@ -31,8 +31,8 @@ from exporter.sources.otlp.decode import (
     views_of_protobuf,
 )
 from exporter.sources.otlp.dialects import DIALECT_KEYS
-from exporter.sources.otlp.mapping import map_protobuf
-from exporter.sources.otlp.spans import MappingOptions, SpanView
+from exporter.sources.otlp.mapping import map_protobuf, map_spans
+from exporter.sources.otlp.spans import MAX_REMEMBERED_NAME, MappingOptions, SpanView
 from tests.live.spans import FIXTURES, request_bytes
 
 NAMES = [*sorted(COMMON_KEYS | DIALECT_KEYS), "gen_ai.prompt", "llm.input_messages.0.message.content", ""]
@@ -411,3 +411,19 @@ def test_a_long_name_is_decided_each_time_not_remembered() -> None:
     (view,) = views_of_protobuf(_one_span(_entry(long_name.encode(), b"v"), _entry(b"gen_ai.prompt", b"p")), opts)
     assert view.attrs == {long_name: "v"}
     assert long_name not in opts._decisions and opts._decisions["gen_ai.prompt"] is False
+
+
+def test_a_long_name_or_scope_is_planned_each_time_not_remembered() -> None:
+    """The shape plans and the value kinds are remembered by count for the options' life, keyed by
+    names and a scope the client chose: one longer than any convention's (up to a body's size) is
+    planned and read each time instead, with the same result."""
+    long_name, long_scope = "llm_savings." + "x" * 300, b"s" * 300
+    fields = _entry(long_name.encode(), b"v") + _entry(b"gen_ai.request.model", b"m")
+    for body in (_one_span(fields), _len(1, _len(2, _len(1, _len(1, long_scope)) + _len(2, fields)))):
+        for accelerated in (True, False):
+            opts = MappingOptions()
+            views = views_of_protobuf(body, opts, accelerated=accelerated)
+            first, again = map_spans(views, opts), map_spans(views, opts)
+            assert first.records == again.records and first.records[0]["model"] == "m"
+            assert all(max(map(len, shape)) <= MAX_REMEMBERED_NAME for shape in opts._memory["plans"])
+            assert long_name not in opts._memory.get("value_kinds", {})
