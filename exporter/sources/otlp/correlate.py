@@ -132,6 +132,7 @@ class _Arrival:
     parents: list[str] = field(default_factory=list)  # span keys whose parent link was remembered
     pendings: list[str] = field(default_factory=list)  # unseen ancestor keys a family waits for
     models: list[str] = field(default_factory=list)  # model-call span keys placed in a family
+    placed: list[int] = field(default_factory=list)  # ... and the family each was placed in
     prints: list[tuple[Fingerprint, Print]] = field(default_factory=list)
     codes: str = ""
     start: int = 0  # entries already forgotten (a prefix of codes)
@@ -197,13 +198,28 @@ class SpanCorrelator:
         if pendings:
             _consume(map(self._pending.pop, arrival.pendings[q:q + pendings], repeat(None)))
         if models:
-            keys = arrival.models[m:m + models]
-            families = list(map(self._family_of.pop, keys, repeat(0)))  # 0: a key placed again since
-            if self._seen_ids:
+            keys, placed = arrival.models[m:m + models], arrival.placed[m:m + models]
+            popped = list(map(self._family_of.pop, keys, repeat(0)))  # 0: gone already
+            if popped != placed:
+                self._forget_replaced(keys, placed, popped)
+            elif self._seen_ids:
                 _consume(map(self._seen_ids.pop, keys, repeat(None)))
-            _consume(map(self._families.pop, families, repeat(None)))  # families are numbered from 1
+            _consume(map(self._families.pop, placed, repeat(None)))  # each entry's own family
         if prints:
             self._prints.forget_all(arrival.prints[f:f + prints])
+
+    def _forget_replaced(self, keys: list[str], placed: list[int], popped: list[int]) -> None:
+        """``_forget`` of model entries some of whose keys were placed again since, in another family:
+        that later placement is its own entry's to forget. Undoes the bulk pops (last first, so a key
+        popped twice gets its first value back), then forgets entry by entry."""
+        family_of = self._family_of
+        for key, family in zip(reversed(keys), reversed(popped), strict=True):
+            if family:
+                family_of[key] = family
+        for key, family in zip(keys, placed, strict=True):
+            if family_of.get(key) == family:
+                del family_of[key]
+                self._seen_ids.pop(key, None)
 
     # --- the rules ------------------------------------------------------------
     def resolve(self, links: Sequence[tuple[str, str]], members: Sequence[Member]) -> None:
@@ -314,6 +330,7 @@ class SpanCorrelator:
         elif self._seen_ids:
             self._seen_ids.pop(key, None)
         arrival.models.append(key)
+        arrival.placed.append(family)
         if last and last not in family_of and last not in pending:
             pending[last] = family  # an ancestor not seen yet joins when it comes
             arrival.pendings.append(last)

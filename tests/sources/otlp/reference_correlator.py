@@ -1,7 +1,11 @@
 """The correlation memory as it read before its entries were kept per request: the reference.
 
 ``SpanCorrelator`` below is ``exporter.sources.otlp.correlate``'s as it was
-when every entry was one item of one deque, evicted one by one. The product
+when every entry was one item of one deque, evicted one by one, with one fix
+both have since: a model-call span's entry forgets the family it was placed
+in, and the span's own link to a family only while it is still that one (a
+span placed again in another family used to forget the newer family with its
+older entry, and the older family never). The product
 keeps a request's entries together and forgets them in bulk;
 ``test_correlation_reference`` holds it to this one, request by request: the
 same families, request ids and kept members, and the same count of entries
@@ -60,10 +64,11 @@ class ReferenceCorrelator:
             if kind == "parent":
                 self._parent.pop(key, None)
             elif kind == "model":
-                family = self._family_of.pop(key, None)
-                self._seen_ids.pop(key, None)
-                if family is not None:
-                    self._families.pop(family, None)
+                key, family = key
+                if self._family_of.get(key) == family:  # not placed again since, in another family
+                    del self._family_of[key]
+                    self._seen_ids.pop(key, None)
+                self._families.pop(family, None)
             elif kind == "pending":
                 self._pending.pop(key, None)
             elif kind == "print":
@@ -161,7 +166,7 @@ class ReferenceCorrelator:
         member.family = family
         family_of[key] = family
         self._seen_ids[key] = member.response_id
-        order.append((now, "model", key))
+        order.append((now, "model", (key, family)))
         if last and last not in family_of and last not in pending:
             pending[last] = family  # an ancestor not seen yet joins when it comes
             order.append((now, "pending", last))

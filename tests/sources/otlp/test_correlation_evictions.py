@@ -98,3 +98,25 @@ def test_the_options_cap_reaches_the_correlator_and_its_count_is_read_back() -> 
     # on arrival of the second request 20 held (<= 25), of the third 40: the oldest 15 forgotten
     assert evicted_early(options) == correlator.evicted_early == 15
     assert MappingOptions().correlation_max_entries == MAX_ENTRIES == 65536
+
+
+def test_a_span_placed_again_in_another_family_leaves_nothing_behind() -> None:
+    """A span id sent twice with usages that cannot be one call (or retried with another usage) is
+    placed in a second family. Each of its entries forgets the family it placed: the older one used
+    to forget the newer family, and the older family was never forgotten, by the window or the cap."""
+    clock = FakeClock()
+    options = MappingOptions(correlation_max_entries=100)
+    options._memory["correlator"] = correlator = SpanCorrelator(clock=clock, max_entries=100)
+
+    def twice(span: int, tokens: int) -> SpanView:
+        attrs = {"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o",
+                 "gen_ai.usage.input_tokens": tokens, "gen_ai.usage.output_tokens": 7}
+        return SpanView(attrs, {}, "opentelemetry.instrumentation.openai_v2", "ab" * 16, f"{span:016x}", 1, 2)
+
+    for span in range(1, 501):
+        clock.now += 0.01
+        assert len(map_spans([twice(span, 100), twice(span, 200)], options).records) == 2
+    assert len(correlator._families) <= 100  # the cap holds: at most one family per entry
+    clock.now += 1000  # past the window
+    map_spans([twice(10**6, 1)], options)
+    assert len(correlator._families) == len(correlator._family_of) == 1 and correlator.held == 2

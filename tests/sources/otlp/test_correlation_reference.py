@@ -2,11 +2,13 @@
 
 Random streams of export requests over a few traces, span ids, dialects,
 usages and response ids (so families form through parents, waiting
-ancestors, fingerprints and retries), with the clock moving on by nothing,
-a second or past the window, and caps small enough that the cap forgets
-entries in the middle of a request. After every request both correlators
-must agree on each member's family, request id and keep flag, on how many
-entries they hold and on how many the cap forgot early.
+ancestors, fingerprints and retries; a request is sometimes re-sent as it
+was), with the clock moving on by nothing, a second, a minute or past the
+window, or back, windows of 120, 1 and 0 s, and caps small enough that the
+cap forgets entries in the middle of a request. After every request both
+correlators must agree on each member's family, request id and keep flag,
+on how many entries they hold and the cap forgot early, and on every map
+they hold; once the window has passed, both must have forgotten everything.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tests.sources.otlp.reference_correlator import ReferenceCorrelator
 
 TRACES = ["a" * 32, "b" * 32]
 SPAN_IDS = [f"{i:016x}" for i in range(1, 7)]
-USAGES = [None, (100, 0, 0, 7), (100, 20, 0, 7), (0, 0, 0, 0), (300, 0, 50, 9)]
+USAGES = [None, (100, 0, 0, 7), (100, 0, 0, 8), (100, 20, 0, 7), (0, 0, 0, 0), (300, 0, 50, 9)]
 
 SPAN = st.fixed_dictionaries({
     "trace": st.sampled_from(TRACES),
@@ -35,7 +37,9 @@ SPAN = st.fixed_dictionaries({
     "response_id": st.sampled_from([None, None, "resp-1", "resp-2"]),
     "rank": st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1)),
 })
-REQUEST = st.tuples(st.sampled_from([0.0, 0.0, 1.0, 130.0]), st.lists(SPAN, max_size=8))
+# (clock step, spans, re-send the previous request as it was)
+REQUEST = st.tuples(st.sampled_from([0.0, 0.0, 1.0, -1.0, 60.0, 130.0, -130.0]), st.lists(SPAN, max_size=8),
+                    st.booleans())
 
 
 class Clock:
@@ -59,14 +63,26 @@ def _request(spans: list[dict[str, Any]], number: int) -> tuple[list[tuple[str, 
     return links, members
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(REQUEST, min_size=1, max_size=12), st.sampled_from([1, 2, 3, 5, 8, 13, 1000]))
-def test_the_bulk_memory_decides_as_the_one_queue_memory(requests: list[tuple[float, list[Any]]],
-                                                         cap: int) -> None:
+def _state(correlator: SpanCorrelator | ReferenceCorrelator) -> tuple[Any, ...]:
+    """Every map the memory holds (response ids: the ones that are not None)."""
+    return (correlator._parent, correlator._pending, correlator._family_of, correlator._families,
+            sorted(correlator._prints.prints()), correlator._prints.matched,
+            {key: rid for key, rid in correlator._seen_ids.items() if rid is not None})
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(REQUEST, min_size=1, max_size=14), st.sampled_from([0, 1, 2, 3, 5, 8, 13, 1000]),
+       st.sampled_from([120.0, 1.0, 0.0]))
+def test_the_bulk_memory_decides_as_the_one_queue_memory(
+    requests: list[tuple[float, list[Any], bool]], cap: int, window: float
+) -> None:
     clock = Clock()
-    fast = SpanCorrelator(clock=clock, max_entries=cap)
-    slow = ReferenceCorrelator(clock=clock, max_entries=cap)
-    for number, (step, spans) in enumerate(requests):
+    fast = SpanCorrelator(clock=clock, max_entries=cap, window_seconds=window)
+    slow = ReferenceCorrelator(clock=clock, max_entries=cap, window_seconds=window)
+    previous: list[Any] = []
+    for number, (step, drawn, resend) in enumerate(requests):
+        spans = previous if resend and previous else drawn
+        previous = spans
         clock.now += step
         links, mine = _request(spans, number)
         _, theirs = _request(spans, number)
@@ -75,7 +91,9 @@ def test_the_bulk_memory_decides_as_the_one_queue_memory(requests: list[tuple[fl
         assert [(m.family, m.request_id, m.keep) for m in mine] == [
             (m.family, m.request_id, m.keep) for m in theirs]
         assert (fast.held, fast.evicted_early) == (len(slow._order), slow.evicted_early)
-        assert (fast._parent, fast._pending, fast._family_of, fast._families) == (
-            slow._parent, slow._pending, slow._family_of, slow._families)
-        assert {key: rid for key, rid in slow._seen_ids.items() if rid is not None} == fast._seen_ids
-        assert sorted(fast._prints.prints()) == sorted(slow._prints.prints())
+        assert _state(fast) == _state(slow)
+    clock.now += 10 * fast.window_seconds + 1000  # past every window: all forgotten, nothing left behind
+    fast.resolve([], [])
+    slow.resolve([], [])
+    assert fast.held == 0 and not fast._arrivals
+    assert _state(fast) == _state(slow) == ({}, {}, {}, {}, [], set(), {})
