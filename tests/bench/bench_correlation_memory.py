@@ -17,7 +17,7 @@ import gc
 import json
 import tracemalloc
 
-from exporter.sources.otlp.correlate import SpanCorrelator
+from exporter.sources.otlp.correlator import SpanCorrelator
 from exporter.sources.otlp.mapping import map_protobuf
 from exporter.sources.otlp.spans import CORRELATION_MAX_ENTRIES, MappingOptions
 from tests.bench.bench_otlp import BATCH, build_batch

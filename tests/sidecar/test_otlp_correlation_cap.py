@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from exporter import catalog
 from exporter.sidecar.sidecar import Sidecar
-from exporter.sources.otlp.correlate import MAX_ENTRIES, SpanCorrelator
+from exporter.sources.otlp.correlator import MAX_ENTRIES, SpanCorrelator
 from tests.fixtures.otlp.spans import make_spans
 from tests.support.sidecar import WALL, make_config
 

@@ -1,4 +1,4 @@
-"""Rule (c) of ``exporter.sources.otlp.correlate``: the fingerprints of recent model-call spans.
+"""Rule (c) of ``exporter.sources.otlp.correlator``: the fingerprints of recent model-call spans.
 
 A fingerprint's unmatched prints are kept by (dialect, has a response id),
 each queue in arrival order: a span scans only the queues it can match (other

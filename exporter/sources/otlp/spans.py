@@ -49,7 +49,7 @@ class MappingOptions:
 
     # key -> wanted? Keys repeat across spans; bounded because clients choose them.
     _decisions: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
-    # the cross-request memory of the correlation rules (exporter.sources.otlp.correlate)
+    # the cross-request memory of the correlation rules (exporter.sources.otlp.correlator)
     _memory: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def wanted(self, key: str) -> bool:

@@ -1,6 +1,6 @@
 """The correlation memory as it read before its entries were kept per request: the reference.
 
-``SpanCorrelator`` below is ``exporter.sources.otlp.correlate``'s as it was
+``SpanCorrelator`` below is ``exporter.sources.otlp.correlator``'s as it was
 when every entry was one item of one deque, evicted one by one, with one fix
 both have since: a model-call span's entry forgets the family it was placed
 in, and the span's own link to a family only while it is still that one (a
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.sources.otlp.correlate import MAX_DEPTH, MAX_ENTRIES, Member, _Family
+from exporter.sources.otlp.correlator import MAX_DEPTH, MAX_ENTRIES, Member, _Family
 from exporter.sources.otlp.fingerprints import PrintIndex
 
 

@@ -10,7 +10,8 @@ the window working as documented and are not counted.
 
 from __future__ import annotations
 
-from exporter.sources.otlp.correlate import MAX_ENTRIES, Member, SpanCorrelator, evicted_early
+from exporter.sources.otlp.correlate import evicted_early
+from exporter.sources.otlp.correlator import MAX_ENTRIES, Member, SpanCorrelator
 from exporter.sources.otlp.mapping import map_spans
 from exporter.sources.otlp.spans import MappingOptions, SpanView
 

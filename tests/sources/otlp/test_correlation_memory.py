@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 
-from exporter.sources.otlp.correlate import SpanCorrelator
+from exporter.sources.otlp.correlator import SpanCorrelator
 from exporter.sources.otlp.mapping import map_spans
 from exporter.sources.otlp.spans import MappingOptions, SpanView
 

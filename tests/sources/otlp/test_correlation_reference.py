@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exporter.sources.otlp.correlate import Member, SpanCorrelator
+from exporter.sources.otlp.correlator import Member, SpanCorrelator
 from tests.sources.otlp.reference_correlator import ReferenceCorrelator
 
 TRACES = ["a" * 32, "b" * 32]
