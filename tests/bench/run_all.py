@@ -304,12 +304,12 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   turn with the other kind, each run paired with one at Python's 5 ms switch interval. The machine's
   own speed moves these rows more than most changes do: OTLP/JSON read 33,729 spans/s two full runs
   ago and 70,070 in the last one, its code unchanged, and mtail 66,042 and 120,354 lines/s; this run's
-  machine was as fast as the last one's (OTLP/JSON 68,762, mtail 119,943).
+  machine was as fast as the last one's (OTLP/JSON 70,426, mtail 117,922).
   So changes are measured in instructions, which do not swing: valgrind counts every instruction of
   a process (the instructions row, `bench_otlp_instructions`). Decode + map went from 108,745 to
   94,447 instructions per span over two rounds of Python changes, then to 67,336 (-28.7%) with the
-  C walk below, then to 64,140 with the correlation memory below; in the receiver over loopback
-  98,940 -> 68,489 (-30.8%) -> 65,268. The protobuf body is read
+  C walk below, then to 64,246 with the correlation memory below; in the receiver over loopback
+  98,940 -> 68,489 (-30.8%) -> 65,393. The protobuf body is read
   off the wire by a C walk (`exporter/sources/otlp/_views.c`, built by `pip install` when a C
   compiler is there): it checks the body as upb would with the read schema (the same refusals, with
   upb's text) and makes each span's view directly, only a wanted attribute's value ever becoming a
@@ -328,29 +328,30 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   entries together, a list per kind with their kinds in order as one string, so the window forgets a
   request at once and the cap's first n entries are, of each kind, the first ones of its list, popped
   in the dictionaries' own C loops; a fingerprint is looked up once per span. The counted-once rules
-  went from 24,210 to 21,415 instructions per span, the memory from about 560 to about 480 bytes an
+  went from 24,210 to 21,482 instructions per span, the memory from about 560 to about 480 bytes an
   entry, the same decisions (`tests/sources/otlp/test_correlation_reference.py` holds it to the
   memory of one queue it replaced, request by request).
   What bounds it now: 60,000 spans/s is at most 16.7 us of receiver CPU per span; the receiver took
-  8.43 us (the median run), 1.45x its twin, decode + map of the same bodies in process just before it
-  (5.71 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.69 us). The
-  receiver met the target in every run of this one, at 114,444 to 118,095 spans/s; on the machine of
+  8.18 us (the median run), 1.43x its twin, decode + map of the same bodies in process just before it
+  (5.73 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.76 us). The
+  receiver met the target in every run of this one, at 118,771 to 123,624 spans/s; on the machine of
   two full runs ago, about half as fast, it would have read about 55,000 (scaled by OTLP/JSON's rows),
   so on this machine's slowest hours the protobuf target is met or missed by the hour, not by the
   code. The mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met:
-  15.4x (16.2x in the last full run). In instructions, which do not depend on how fast each kind of
-  code runs, it is 9.9x upb's parse (6,463 per span): the span views 2.3x, the mapping's rules 4.3x,
-  the counted-once rules 3.3x (the row of its own above). upb's parse runs far more instructions per
-  cycle than the interpreter, so the Python part, the mapping's rules and the correlation, weighs more
-  in CPU time than in instructions; it is what is left to cut. The floor of the whole job through
-  upb's message API (the floor read with the values kept, the least records and a memory capped like
-  the correlation's) is 11.6x the bare decode in process, so the bound is out of reach for a mapping
-  through upb's messages. Over the receiver's own C views the same floor (the views, the least records
-  and the memory) is 1.94 us, 5.5x the bare decode (its row): the bound is within a Python mapping's
-  reach, and decode + map is 2.8x that floor, the mapping's rules and the counted-once rules adding
-  3.50 us per span. Meeting it needs those down to about 1.6 us, more than half of them cut, or moved
-  out of the interpreter: in instructions decode + map is within the bound already (9.9x), and the
-  1.6x between the two ratios is the interpreter running fewer instructions per cycle than upb does.
+  15.6x (15.4x in another full run today, 16.2x in the last one before). In instructions, which do not
+  depend on how fast each kind of code runs, it is 9.9x upb's parse (6,463 per span): the span views
+  2.3x, the mapping's rules 4.3x, the counted-once rules 3.3x (the row of its own above). upb's parse
+  runs far more instructions per cycle than the interpreter, so the Python part, the mapping's rules
+  and the correlation, weighs more in CPU time than in instructions; it is what is left to cut. The
+  floor of the whole job through upb's message API (the floor read with the values kept, the least
+  records and a memory capped like the correlation's) is 11.5x the bare decode in process, so the
+  bound is out of reach for a mapping through upb's messages. Over the receiver's own C views the same
+  floor (the views, the least records and the memory) is 1.92 us, 5.5x the bare decode (its row): the
+  bound is within a Python mapping's reach, and decode + map is 2.8x that floor, the mapping's rules
+  and the counted-once rules adding 3.50 us per span. Meeting it needs those down to about 1.6 us,
+  more than half of them cut, or moved out of the interpreter: in instructions decode + map is within
+  the bound already (9.9x), and the 1.6x between the two ratios is the interpreter running fewer
+  instructions per cycle than upb does.
   Tried and measured, not kept, in earlier rounds: mypyc compiling the mapping, plan, usage-block and
   correlation modules (about 10% less CPU for plan + map, the correlation unchanged); attribute
   values read as raw bytes in Python through a narrowed schema (parse 1,600 instructions per span
