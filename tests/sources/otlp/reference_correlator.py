@@ -1,7 +1,7 @@
 """The correlation memory as it read before its entries were kept per request: the reference.
 
-``SpanCorrelator`` below is ``exporter.sources.otlp.correlator``'s as it was
-when every entry was one item of one deque, evicted one by one, with one fix
+``ReferenceCorrelator`` is ``exporter.sources.otlp.correlator``'s memory as it
+was when every entry was one item of one deque, evicted one by one, with one fix
 both have since: a model-call span's entry forgets the family it was placed
 in, and the span's own link to a family only while it is still that one (a
 span placed again in another family used to forget the newer family with its
@@ -14,35 +14,20 @@ held and forgotten early.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.sources.otlp.correlator import MAX_DEPTH, MAX_ENTRIES, Member, _Family
-from exporter.sources.otlp.fingerprints import PrintIndex
+from exporter.sources.otlp.correlator import MAX_DEPTH, Member, SpanCorrelator
 
 
 @dataclass
-class ReferenceCorrelator:
-    window_seconds: float = 120.0
-    end_tolerance_ns: int = 1_000_000_000
-    clock: Callable[[], float] = time.monotonic
-    max_entries: int = MAX_ENTRIES
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
-    _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
-    _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
-    _seen_ids: dict[str, str | None] = field(default_factory=dict)  # model span key -> response id
-    _families: dict[int, _Family] = field(default_factory=dict)
-    _prints: PrintIndex = field(default_factory=PrintIndex)
+class ReferenceCorrelator(SpanCorrelator):
+    """``SpanCorrelator`` with its memory as one queue: the rules it does not touch (``_resent``,
+    ``_compatible``, ``_choose``) are the product's own, so only the memory is compared."""
+
     _order: deque[tuple[float, str, Any]] = field(default_factory=deque)
-    _next: int = 0
-    _now: float = 0.0  # the clock when the request being resolved arrived
-    # entries forgotten because of max_entries while still inside the window (not the aged-out ones)
-    evicted_early: int = 0
 
     # --- memory -------------------------------------------------------------
     def _remember(self, kind: str, key: Any) -> None:
@@ -99,25 +84,10 @@ class ReferenceCorrelator:
                         self._pending[parent] = waiting
                         self._remember("pending", parent)
             for member in members:
-                self._place(member)
+                self._place_member(member)
             self._choose(members)
 
-    def _resent(self, family: int, member: Member) -> bool:
-        """The same span again (an export retried): same id, same usage."""
-        return self._compatible(family, member) and self._seen_ids.get(member.key) == (
-            member.response_id
-        )
-
-    def _compatible(self, family: int, member: Member) -> bool:
-        known = self._families.get(family)
-        if known is None:
-            return False
-        a, b = known[1], member.usage
-        if a is None or b is None:
-            return True
-        return a[0] == b[0] and a[3] == b[3]
-
-    def _place(self, member: Member) -> None:
+    def _place_member(self, member: Member) -> None:
         family_of, key, usage, order, now = self._family_of, member.key, member.usage, self._order, self._now
         again = family_of.get(key)
         if again is not None and again in self._families and self._resent(again, member):
@@ -165,42 +135,8 @@ class ReferenceCorrelator:
                 self._families[family] = (known[0], usage, known[2])
         member.family = family
         family_of[key] = family
-        self._seen_ids[key] = member.response_id
+        self._seen_ids[key] = member.response_id  # type: ignore[assignment]  # None too, as it was
         order.append((now, "model", (key, family)))
         if last and last not in family_of and last not in pending:
             pending[last] = family  # an ancestor not seen yet joins when it comes
             order.append((now, "pending", last))
-
-    def _choose(self, members: Sequence[Member]) -> None:
-        """Per family: keep the best member of this request unless the family was emitted."""
-        first: dict[int, Member] = {}  # each family's first member, in the order families appear
-        more: dict[int, list[Member]] = {}  # every member of the families with more than one
-        for member in members:
-            family_id = member.family
-            if family_id not in first:
-                first[family_id] = member
-            elif family_id in more:
-                more[family_id].append(member)
-            else:
-                more[family_id] = [first[family_id], member]
-        families = self._families
-        for family_id, member in first.items():
-            request_id, usage, emitted = families[family_id]
-            group = more.get(family_id)
-            if group is None:  # the common case: what the rules below give for one member
-                if emitted:
-                    member.request_id = request_id
-                else:
-                    families[family_id] = (member.request_id, usage, True)
-                continue
-            if emitted:
-                for member in group:  # counted as duplicates by the pipeline's dedupe
-                    member.request_id = request_id
-                continue
-            best = max(group, key=lambda m: m.rank)  # max keeps the first of equals
-            with_id = next((m for m in group if m.response_id is not None), None)
-            source = best if best.response_id is not None or with_id is None else with_id
-            families[family_id] = (source.request_id, usage, True)
-            for member in group:
-                member.keep = member is best
-                member.request_id = source.request_id
