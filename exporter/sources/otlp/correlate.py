@@ -74,7 +74,7 @@ def _own(span: SpanView) -> bool:
 
 def _member(span: SpanView, record: dict[str, Any], usage: Mapping[str, Any], key: str, parent_key: str,
             index: int) -> Member:
-    """The correlator's view of ``pairs[index]``, a mapped span with usage."""
+    """The correlator's view of ``views[index]`` (``correlate``'s), a mapped span with usage."""
     flags = record.get("source_flags")
     response_id = span.attrs.get(A_RESPONSE_ID)
     response_id = response_id if isinstance(response_id, str) and response_id else None

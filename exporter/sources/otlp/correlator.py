@@ -123,8 +123,12 @@ class _Arrival:
     placed: list[int] = field(default_factory=list)  # ... and the family each was placed in
     prints: list[tuple[Fingerprint, Print]] = field(default_factory=list)
     codes: str = ""
-    start: int = 0  # entries already forgotten (a prefix of codes)
-    done: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # ... of each kind: P, Q, M, F
+    done: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # entries forgotten, of each kind: P, Q, M, F
+
+    @property
+    def left(self) -> int:
+        """Entries not forgotten yet (the forgotten ones are a prefix of ``codes``)."""
+        return len(self.codes) - sum(self.done)
 
 
 @dataclass
@@ -137,8 +141,8 @@ class SpanCorrelator:
     _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
     _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
     _pending: dict[str, int] = field(default_factory=dict)  # unseen ancestor key -> family
-    # model span key -> its response id; only ids that are not None (``get`` gives None for the rest)
-    _seen_ids: dict[str, str | None] = field(default_factory=dict)
+    # model span key -> its response id, when it has one (``get`` gives None for the rest)
+    _seen_ids: dict[str, str] = field(default_factory=dict)
     _families: dict[int, _Family] = field(default_factory=dict)
     _prints: PrintIndex = field(default_factory=PrintIndex)
     _arrivals: deque[_Arrival] = field(default_factory=deque)  # by arrival, oldest first
@@ -160,7 +164,7 @@ class SpanCorrelator:
         arrivals = self._arrivals
         while arrivals and arrivals[0].arrived < horizon:  # by arrival: the aged ones are the oldest
             arrival = arrivals.popleft()
-            left = len(arrival.codes) - arrival.start
+            left = arrival.left
             self._forget(arrival, left)
             self._held -= left
         early = max(0, self._held - self.max_entries)
@@ -168,7 +172,7 @@ class SpanCorrelator:
         self._held -= early
         while early:
             arrival = arrivals[0]
-            left = len(arrival.codes) - arrival.start
+            left = arrival.left
             take = min(left, early)
             self._forget(arrival, take)
             if take == left:
@@ -177,8 +181,9 @@ class SpanCorrelator:
 
     def _forget(self, arrival: _Arrival, count: int) -> None:
         """Forget the next ``count`` entries of ``arrival``, a kind at a time (each kind its own maps)."""
-        codes, start, (p, q, m, f) = arrival.codes, arrival.start, arrival.done
-        end = arrival.start = start + count
+        codes, (p, q, m, f) = arrival.codes, arrival.done
+        start = p + q + m + f
+        end = start + count
         parents, pendings, models, prints = (codes.count(kind, start, end) for kind in KINDS)
         arrival.done = [p + parents, q + pendings, m + models, f + prints]
         if parents:
@@ -290,7 +295,8 @@ class SpanCorrelator:
             None if usage is None or not (usage[0] or usage[3]) or not member.model
             else (member.model.lower(), *usage)
         )
-        has_id = member.response_id is not None
+        response_id = member.response_id
+        has_id = response_id is not None
         codes = MODEL
         held = None  # what the index holds for the fingerprint: looked up once (a tuple's hash is not kept)
         if family is None and fingerprint is not None:
@@ -313,8 +319,8 @@ class SpanCorrelator:
                 self._families[family] = (known[0], usage, known[2])
         member.family = family
         family_of[key] = family
-        if has_id:
-            self._seen_ids[key] = member.response_id
+        if response_id is not None:
+            self._seen_ids[key] = response_id
         elif self._seen_ids:
             self._seen_ids.pop(key, None)
         arrival.models.append(key)

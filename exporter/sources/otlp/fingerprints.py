@@ -114,10 +114,7 @@ class PrintIndex:
     def forget(self, fingerprint: Fingerprint, entry: Print) -> None:
         """``entry`` is out of the memory's window: drop it unless it was matched (then it left
         its queue already)."""
-        if entry[4] in self.matched:
-            self.matched.discard(entry[4])
-        else:
-            self.drop(fingerprint, entry)
+        self.forget_all(((fingerprint, entry),))
 
     def forget_all(self, prints: Iterable[tuple[Fingerprint, Print]]) -> None:
         """``forget`` each (fingerprint, print) in turn: the memory forgets a request's prints together."""
