@@ -71,6 +71,13 @@ from typing import Any
 from exporter.sources.otlp.fingerprints import Fingerprint, Print, PrintIndex
 from exporter.sources.otlp.spans import CORRELATION_MAX_ENTRIES
 
+try:  # the inner loop in C (_correlator.c), built when the install had a C compiler
+    from exporter.sources.otlp import _correlator as _native
+except ImportError:  # pragma: no cover - exercised by installs without a compiler
+    _native = None  # type: ignore[assignment]
+# Whether the C loop is in use by default; the Python code below decides the same, step for step.
+NATIVE = _native is not None
+
 MAX_DEPTH = 8
 MAX_ENTRIES = CORRELATION_MAX_ENTRIES
 
@@ -137,6 +144,7 @@ class SpanCorrelator:
     end_tolerance_ns: int = 1_000_000_000
     clock: Callable[[], float] = time.monotonic
     max_entries: int = MAX_ENTRIES
+    native: bool = NATIVE  # _place and the prints' forgetting in C (False: the Python code, the same decisions)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _parent: dict[str, str] = field(default_factory=dict)  # span key -> parent key (any span)
     _family_of: dict[str, int] = field(default_factory=dict)  # model span key -> family
@@ -199,7 +207,10 @@ class SpanCorrelator:
                 _consume(map(self._seen_ids.pop, keys, repeat(None)))
             _consume(map(self._families.pop, placed, repeat(None)))  # each entry's own family
         if prints:
-            self._prints.forget_all(arrival.prints[f:f + prints])
+            if self.native:
+                _native.forget_prints(self._prints.queues, self._prints.matched, arrival.prints[f:f + prints])
+            else:
+                self._prints.forget_all(arrival.prints[f:f + prints])
 
     def _forget_replaced(self, keys: list[str], placed: list[int], popped: list[int]) -> None:
         """``_forget`` of model entries some of whose keys were placed again since, in another family:
@@ -241,8 +252,15 @@ class SpanCorrelator:
                         self._pending[parent] = waiting
                         arrival.pendings.append(parent)
                 codes.append(PENDING * len(arrival.pendings))
-            for member in members:
-                codes.append(self._place(member, arrival))
+            if self.native and members:
+                state = (self._family_of, self._families, self._parent, self._pending, self._seen_ids,
+                         self._prints.queues, self._prints.matched, self.end_tolerance_ns)
+                lists = (arrival.models, arrival.placed, arrival.pendings, arrival.prints)
+                placed, self._next = _native.place(state, members, lists, self._next)
+                codes.append(placed)
+            else:
+                for member in members:
+                    codes.append(self._place(member, arrival))
             self._choose(members)
             arrival.codes = "".join(codes)
             if arrival.codes:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exporter.sources.otlp.correlator import Member, SpanCorrelator
+from exporter.sources.otlp.correlator import NATIVE, Member, SpanCorrelator
 from tests.sources.otlp.reference_correlator import ReferenceCorrelator
 
 TRACES = ["a" * 32, "b" * 32]
@@ -33,7 +34,9 @@ SPAN = st.fixed_dictionaries({
     "dialect": st.sampled_from(["gen_ai", "openinference", "litellm"]),
     "usage": st.sampled_from(USAGES),
     "model": st.sampled_from(["", "gpt-4o", "GPT-4o", "claude"]),
-    "end": st.sampled_from([10**18, 10**18 + 5 * 10**8, 10**18 + 3 * 10**9]),
+    # past 2**63 too: the C loop's exact arithmetic where a 64-bit difference would overflow
+    "end": st.sampled_from([10**18, 10**18 + 5 * 10**8, 10**18 + 10**9, 10**18 + 3 * 10**9, 2**64 - 1,
+                            2**64 - 10**8, 0]),
     "response_id": st.sampled_from([None, None, "resp-1", "resp-2"]),
     "rank": st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1)),
 })
@@ -66,18 +69,29 @@ def _request(spans: list[dict[str, Any]], number: int) -> tuple[list[tuple[str, 
 def _state(correlator: SpanCorrelator | ReferenceCorrelator) -> tuple[Any, ...]:
     """Every map the memory holds (response ids: the ones that are not None)."""
     return (correlator._parent, correlator._pending, correlator._family_of, correlator._families,
-            sorted(correlator._prints.prints()), correlator._prints.matched,
+            correlator._prints.queues, sorted(correlator._prints.prints()), correlator._prints.matched,
             {key: rid for key, rid in correlator._seen_ids.items() if rid is not None})
 
 
+# The product's memory with its inner loop in C (when built) and in Python: each against the reference.
+WAYS = [pytest.param(True, id="c-loop", marks=pytest.mark.skipif(not NATIVE, reason="_correlator.c not built")),
+        pytest.param(False, id="python-loop")]
+
+
+def test_the_c_loop_is_built_here() -> None:
+    """The install this suite runs in has a C compiler: the C loop must be there, or its test above proves nothing."""
+    assert NATIVE
+
+
+@pytest.mark.parametrize("native", WAYS)
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(REQUEST, min_size=1, max_size=14), st.sampled_from([0, 1, 2, 3, 5, 8, 13, 1000]),
        st.sampled_from([120.0, 1.0, 0.0]))
 def test_the_bulk_memory_decides_as_the_one_queue_memory(
-    requests: list[tuple[float, list[Any], bool]], cap: int, window: float
+    native: bool, requests: list[tuple[float, list[Any], bool]], cap: int, window: float
 ) -> None:
     clock = Clock()
-    fast = SpanCorrelator(clock=clock, max_entries=cap, window_seconds=window)
+    fast = SpanCorrelator(clock=clock, max_entries=cap, window_seconds=window, native=native)
     slow = ReferenceCorrelator(clock=clock, max_entries=cap, window_seconds=window)
     previous: list[Any] = []
     for number, (step, drawn, resend) in enumerate(requests):
@@ -96,4 +110,29 @@ def test_the_bulk_memory_decides_as_the_one_queue_memory(
     fast.resolve([], [])
     slow.resolve([], [])
     assert fast.held == 0 and not fast._arrivals
-    assert _state(fast) == _state(slow) == ({}, {}, {}, {}, [], set(), {})
+    assert _state(fast) == _state(slow) == ({}, {}, {}, {}, {}, [], set(), {})
+
+
+@pytest.mark.parametrize("native", WAYS)
+@pytest.mark.parametrize(("first_id", "second_id", "merged"), [
+    (None, None, True), ("resp-1", None, True), (None, "resp-2", True), ("resp-1", "resp-2", False)])
+@pytest.mark.parametrize("gap_ns", [0, 10**9, 10**9 + 1])
+def test_a_fingerprint_joins_two_dialects_unless_both_spans_carry_response_ids(
+    native: bool, first_id: str | None, second_id: str | None, merged: bool, gap_ns: int
+) -> None:
+    """Rule (c) directly: one model and usage, two dialects, two traces; never two response ids, and
+    only within the end tolerance (1 s, inclusive). The first print is alone, then one of a queue."""
+    for crowd in (0, 3):  # prints of the same fingerprint and dialect before it: the queues' path
+        correlator = SpanCorrelator(clock=Clock(), native=native)
+        usage = (100, 0, 0, 7)
+        for n in range(crowd):
+            correlator.resolve([], [Member(f"{'c' * 32}:{n:016x}", "", "gen_ai", usage, "m", 5 * 10**18 + n,
+                                           None, f"crowd-{n}", (0, 0, 0))])
+        first = Member("a" * 32 + ":" + "1" * 16, "", "gen_ai", usage, "gpt-4o", 10**18, first_id, "one", (0, 0, 0))
+        second = Member("b" * 32 + ":" + "2" * 16, "", "openinference", usage, "GPT-4o", 10**18 + gap_ns, second_id,
+                        "two", (0, 0, 0))
+        correlator.resolve([], [first])
+        correlator.resolve([], [second])
+        joined = merged and gap_ns <= 10**9
+        assert (second.family == first.family) is joined
+        assert second.request_id == ("one" if joined else "two")

@@ -1,0 +1,553 @@
+/* The counted-once rules' inner loop in C: correlator.SpanCorrelator._place over a request's
+ * members, and PrintIndex's add, match and forget, on the correlator's own dictionaries.
+ *
+ * place(state, members, arrival_lists, next) -> (codes, next)
+ *   state: (family_of, families, parents, pending, seen_ids, queues, matched, tolerance_ns)
+ *   arrival_lists: (models, placed, pendings, prints), the request's _Arrival lists
+ *   codes: the kinds of the entries each member added, in order (as _place returns them, joined)
+ * forget_prints(queues, matched, prints): PrintIndex.forget_all
+ *
+ * It decides what the Python code decides, step for step, and leaves the same maps behind:
+ * tests/sources/otlp/test_correlation_reference.py runs both against the one-queue reference
+ * correlator and compares every map after every request. Nothing here reads a prompt: the keys
+ * are trace and span ids, the values families, usages, dialect names and response ids.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *deque_type, *one;
+static PyObject *s_key, *s_parent_key, *s_dialect, *s_usage, *s_model, *s_end_ns, *s_response_id,
+    *s_request_id, *s_family, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
+
+typedef struct {
+    PyObject *family_of, *families, *parents, *pending, *seen_ids, *queues, *matched, *tolerance;
+} State;
+
+/* |a - b| > tolerance, as Python's ints give it (end times are up to 2**64 - 1). -1: error. */
+static int apart(PyObject *a, PyObject *b, PyObject *tolerance) {
+    long long x, y, t, d;
+    int ox, oy, ot;
+    if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b) || !PyLong_CheckExact(tolerance)) goto exact;
+    x = PyLong_AsLongLongAndOverflow(a, &ox);
+    y = PyLong_AsLongLongAndOverflow(b, &oy);
+    t = PyLong_AsLongLongAndOverflow(tolerance, &ot);
+    if (PyErr_Occurred()) return -1;
+    if (!ox && !oy && !ot && !__builtin_sub_overflow(x, y, &d) && d != LLONG_MIN) {
+        return (d < 0 ? -d : d) > t;
+    }
+exact:;
+    PyObject *diff = PyNumber_Subtract(a, b);
+    if (diff == NULL) return -1;
+    PyObject *size = PyNumber_Absolute(diff);
+    Py_DECREF(diff);
+    if (size == NULL) return -1;
+    int out = PyObject_RichCompareBool(size, tolerance, Py_GT);
+    Py_DECREF(size);
+    return out;
+}
+
+/* SpanCorrelator._compatible: the family is known and one usage is absent, or the input totals
+ * and outputs are equal. -1: error. */
+static int compatible(State *st, PyObject *family, PyObject *usage) {
+    PyObject *known = PyDict_GetItemWithError(st->families, family);  /* borrowed */
+    if (known == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *theirs = PyTuple_GET_ITEM(known, 1);
+    if (theirs == Py_None || usage == Py_None) return 1;
+    int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(theirs, 0), PyTuple_GET_ITEM(usage, 0), Py_EQ);
+    if (same <= 0) return same;
+    return PyObject_RichCompareBool(PyTuple_GET_ITEM(theirs, 3), PyTuple_GET_ITEM(usage, 3), Py_EQ);
+}
+
+/* PrintIndex.drop. -1: error. */
+static int drop(State *st, PyObject *fingerprint, PyObject *entry) {
+    PyObject *held = PyDict_GetItemWithError(st->queues, fingerprint);  /* borrowed */
+    if (held == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (PyTuple_CheckExact(held)) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(held, 4), PyTuple_GET_ITEM(entry, 4), Py_EQ);
+        if (same <= 0) return same;
+        return PyDict_DelItem(st->queues, fingerprint);
+    }
+    Py_INCREF(held);
+    int rc = -1;
+    PyObject *queue = NULL;
+    PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 3));
+    if (key == NULL) goto done;
+    queue = PyDict_GetItemWithError(held, key);
+    if (queue == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    Py_INCREF(queue);
+    Py_ssize_t size = PyObject_Size(queue);
+    if (size < 0) goto done;
+    int first = 0;
+    if (size > 0) {
+        PyObject *head = PySequence_GetItem(queue, 0);
+        if (head == NULL) goto done;
+        first = head == entry;
+        Py_DECREF(head);
+    }
+    PyObject *out;
+    if (first) {
+        out = PyObject_CallMethodNoArgs(queue, s_popleft);
+    } else {
+        int in = PySequence_Contains(queue, entry);
+        if (in < 0) goto done;
+        out = in ? PyObject_CallMethodOneArg(queue, s_remove, entry) : Py_NewRef(Py_None);
+    }
+    if (out == NULL) goto done;
+    Py_DECREF(out);
+    size = PyObject_Size(queue);
+    if (size < 0) goto done;
+    rc = 0;
+    if (size == 0) {
+        rc = PyDict_DelItem(held, key);
+        if (rc == 0 && PyDict_GET_SIZE(held) == 0) rc = PyDict_DelItem(st->queues, fingerprint);
+    }
+done:
+    Py_XDECREF(queue);
+    Py_XDECREF(key);
+    Py_DECREF(held);
+    return rc;
+}
+
+/* PrintIndex._earliest: the earliest print of the fingerprint's queues that may match. A new
+ * reference, NULL with no error when there is none. */
+static PyObject *earliest(State *st, PyObject *held, PyObject *dialect, int has_id, PyObject *end_ns) {
+    PyObject *best = NULL, *name, *queue;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(held, &pos, &name, &queue)) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(name, 0), dialect, Py_EQ);
+        if (same < 0) goto fail;
+        if (same) continue;
+        if (has_id) {
+            int with_id = PyObject_IsTrue(PyTuple_GET_ITEM(name, 1));
+            if (with_id < 0) goto fail;
+            if (with_id) continue;
+        }
+        Py_INCREF(queue);
+        PyObject *it = PyObject_GetIter(queue);
+        Py_DECREF(queue);
+        if (it == NULL) goto fail;
+        PyObject *entry;
+        while ((entry = PyIter_Next(it)) != NULL) {
+            if (best != NULL) {
+                int later = PyObject_RichCompareBool(PyTuple_GET_ITEM(entry, 4), PyTuple_GET_ITEM(best, 4), Py_GT);
+                if (later != 0) {
+                    Py_DECREF(entry);
+                    if (later < 0) {
+                        Py_DECREF(it);
+                        goto fail;
+                    }
+                    break;
+                }
+            }
+            int far = apart(PyTuple_GET_ITEM(entry, 1), end_ns, st->tolerance);
+            if (far < 0) {
+                Py_DECREF(entry);
+                Py_DECREF(it);
+                goto fail;
+            }
+            int known = far ? 0 : PyDict_Contains(st->families, PyTuple_GET_ITEM(entry, 2));
+            if (known < 0) {
+                Py_DECREF(entry);
+                Py_DECREF(it);
+                goto fail;
+            }
+            if (!known) {
+                Py_DECREF(entry);
+                continue;
+            }
+            Py_XSETREF(best, entry);
+            break;
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    return best;
+fail:
+    Py_XDECREF(best);
+    return NULL;
+}
+
+/* PrintIndex.match_held: the family of the print matched (a new reference), now out of its queue
+ * and among the matched; NULL with no error when none matches. */
+static PyObject *match_held(State *st, PyObject *fingerprint, PyObject *held, PyObject *dialect, int has_id,
+                            PyObject *end_ns) {
+    PyObject *best;
+    if (PyTuple_CheckExact(held)) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(held, 0), dialect, Py_EQ);
+        if (same < 0) return NULL;
+        if (same) return NULL;
+        if (has_id) {
+            int with_id = PyObject_IsTrue(PyTuple_GET_ITEM(held, 3));
+            if (with_id < 0) return NULL;
+            if (with_id) return NULL;
+        }
+        int far = apart(PyTuple_GET_ITEM(held, 1), end_ns, st->tolerance);
+        if (far) return NULL;  /* -1 leaves its error set */
+        int known = PyDict_Contains(st->families, PyTuple_GET_ITEM(held, 2));
+        if (known <= 0) return NULL;
+        best = Py_NewRef(held);
+    } else {
+        best = earliest(st, held, dialect, has_id, end_ns);
+        if (best == NULL) return NULL;
+    }
+    PyObject *family = NULL;
+    if (PySet_Add(st->matched, PyTuple_GET_ITEM(best, 4)) == 0 && drop(st, fingerprint, best) == 0) {
+        family = Py_NewRef(PyTuple_GET_ITEM(best, 2));
+    }
+    Py_DECREF(best);
+    return family;
+}
+
+/* PrintIndex.add, given ``held`` (borrowed, NULL: the fingerprint holds nothing yet). -1: error. */
+static int add(State *st, PyObject *fingerprint, PyObject *entry, PyObject *held) {
+    if (held == NULL) return PyDict_SetItem(st->queues, fingerprint, entry);
+    int rc = -1;
+    PyObject *queues = NULL, *key = NULL, *queue = NULL;
+    if (PyTuple_CheckExact(held)) {
+        PyObject *first = PyTuple_Pack(2, PyTuple_GET_ITEM(held, 0), PyTuple_GET_ITEM(held, 3));
+        PyObject *items = PyTuple_Pack(1, held);
+        PyObject *made = items ? PyObject_CallOneArg(deque_type, items) : NULL;
+        queues = PyDict_New();
+        int ok = first && made && queues && PyDict_SetItem(queues, first, made) == 0
+                 && PyDict_SetItem(st->queues, fingerprint, queues) == 0;
+        Py_XDECREF(first);
+        Py_XDECREF(items);
+        Py_XDECREF(made);
+        if (!ok) goto done;
+    } else {
+        queues = Py_NewRef(held);
+    }
+    key = PyTuple_Pack(2, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 3));
+    if (key == NULL) goto done;
+    queue = PyDict_GetItemWithError(queues, key);
+    if (queue == NULL) {
+        if (PyErr_Occurred()) goto done;
+        PyObject *items = PyTuple_Pack(1, entry);
+        PyObject *made = items ? PyObject_CallOneArg(deque_type, items) : NULL;
+        Py_XDECREF(items);
+        if (made == NULL) goto done;
+        rc = PyDict_SetItem(queues, key, made);
+        Py_DECREF(made);
+        queue = NULL;
+        goto done;
+    }
+    PyObject *out = PyObject_CallMethodOneArg(queue, s_append, entry);
+    queue = NULL;
+    if (out == NULL) goto done;
+    Py_DECREF(out);
+    rc = 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(queues);
+    return rc;
+}
+
+/* True when ``value`` is a non-empty str (the Python code's ``if cursor``), -1 on error. */
+static int present(PyObject *value) {
+    if (PyUnicode_CheckExact(value)) return PyUnicode_GET_LENGTH(value) > 0;
+    return PyObject_IsTrue(value);
+}
+
+/* SpanCorrelator._place of one member: its codes appended to ``codes`` (a char buffer of 3). */
+static int place_one(State *st, PyObject *member, PyObject *models, PyObject *placed, PyObject *pendings,
+                     PyObject *prints, PyObject **next, char *codes, int *ncodes) {
+    int rc = -1;
+    PyObject *key = NULL, *usage = NULL, *parent_key = NULL, *family = NULL, *fingerprint = NULL,
+             *response_id = NULL, *dialect = NULL, *end_ns = NULL, *held = NULL, *last = NULL, *cursor = NULL;
+    *ncodes = 0;
+    if (!(key = PyObject_GetAttr(member, s_key)) || !(usage = PyObject_GetAttr(member, s_usage))
+        || !(response_id = PyObject_GetAttr(member, s_response_id))) goto done;
+    PyObject *again = PyDict_GetItemWithError(st->family_of, key);  /* borrowed */
+    if (again == NULL && PyErr_Occurred()) goto done;
+    if (again != NULL) {
+        Py_INCREF(again);
+        int known = PyDict_Contains(st->families, again);
+        int resent = known > 0 ? compatible(st, again, usage) : known;
+        if (resent > 0) {
+            PyObject *seen = PyDict_GetItemWithError(st->seen_ids, key);
+            if (seen == NULL && PyErr_Occurred()) resent = -1;
+            else resent = PyObject_RichCompareBool(seen ? seen : Py_None, response_id, Py_EQ);
+        }
+        if (resent > 0) {
+            rc = PyObject_SetAttr(member, s_family, again);
+            Py_DECREF(again);
+            goto done;
+        }
+        Py_DECREF(again);
+        if (resent < 0) goto done;
+    }
+    /* (a) an ancestor seen before */
+    if (!(parent_key = PyObject_GetAttr(member, s_parent_key))) goto done;
+    cursor = Py_NewRef(parent_key);
+    last = Py_NewRef(parent_key);
+    for (int depth = 0; depth < 8; depth++) {
+        int more = present(cursor);
+        if (more < 0) goto done;
+        if (!more) break;
+        PyObject *found = PyDict_GetItemWithError(st->family_of, cursor);
+        if (found == NULL && PyErr_Occurred()) goto done;
+        if (found != NULL) {
+            int fits = compatible(st, found, usage);
+            if (fits < 0) goto done;
+            if (fits) {
+                family = Py_NewRef(found);
+                break;
+            }
+        }
+        Py_SETREF(last, Py_NewRef(cursor));
+        PyObject *up = PyDict_GetItemWithError(st->parents, cursor);
+        if (up == NULL && PyErr_Occurred()) goto done;
+        Py_SETREF(cursor, Py_NewRef(up ? up : s_empty));
+    }
+    /* (a) a descendant seen before, waiting for this span */
+    if (family == NULL && PyDict_GET_SIZE(st->pending)) {
+        PyObject *waiting = PyDict_GetItemWithError(st->pending, key);
+        if (waiting == NULL && PyErr_Occurred()) goto done;
+        if (waiting != NULL) {
+            Py_INCREF(waiting);
+            int fits = compatible(st, waiting, usage);
+            if (fits > 0 && PyDict_DelItem(st->pending, key) < 0) fits = -1;
+            if (fits < 0) {
+                Py_DECREF(waiting);
+                goto done;
+            }
+            if (fits) family = waiting;
+            else Py_DECREF(waiting);
+        }
+    }
+    /* (c) the fingerprint: the model (lowered) and the four usage numbers */
+    PyObject *model = NULL;
+    if (usage != Py_None) {
+        int some = PyObject_IsTrue(PyTuple_GET_ITEM(usage, 0));
+        if (some == 0) some = PyObject_IsTrue(PyTuple_GET_ITEM(usage, 3));
+        if (some < 0) goto done;
+        if (some) {
+            if (!(model = PyObject_GetAttr(member, s_model))) goto done;
+            int named = PyObject_IsTrue(model);
+            if (named > 0) {
+                PyObject *lowered = PyObject_CallMethodNoArgs(model, s_lower);
+                if (lowered != NULL) {
+                    fingerprint = PyTuple_Pack(5, lowered, PyTuple_GET_ITEM(usage, 0), PyTuple_GET_ITEM(usage, 1),
+                                               PyTuple_GET_ITEM(usage, 2), PyTuple_GET_ITEM(usage, 3));
+                    Py_DECREF(lowered);
+                }
+                if (fingerprint == NULL) named = -1;
+            }
+            Py_DECREF(model);
+            if (named < 0) goto done;
+        }
+    }
+    int has_id = response_id != Py_None;
+    if (!(dialect = PyObject_GetAttr(member, s_dialect)) || !(end_ns = PyObject_GetAttr(member, s_end_ns))) goto done;
+    codes[(*ncodes)++] = 'M';
+    if (family == NULL && fingerprint != NULL) {
+        held = PyDict_GetItemWithError(st->queues, fingerprint);
+        if (held == NULL && PyErr_Occurred()) goto done;
+        if (held != NULL) {
+            Py_INCREF(held);
+            family = match_held(st, fingerprint, held, dialect, has_id, end_ns);
+            if (family == NULL && PyErr_Occurred()) goto done;
+        }
+    }
+    if (family == NULL) {
+        PyObject *request_id = PyObject_GetAttr(member, s_request_id);
+        if (request_id == NULL) goto done;
+        family = PyNumber_Add(*next, one);
+        PyObject *info = family ? PyTuple_Pack(3, request_id, usage, Py_False) : NULL;
+        Py_DECREF(request_id);
+        int ok = info && PyDict_SetItem(st->families, family, info) == 0;
+        Py_XDECREF(info);
+        if (!ok) goto done;
+        Py_SETREF(*next, Py_NewRef(family));
+        if (fingerprint != NULL) {
+            PyObject *entry = PyTuple_Pack(5, dialect, end_ns, family, has_id ? Py_True : Py_False, family);
+            PyObject *pair = entry ? PyTuple_Pack(2, fingerprint, entry) : NULL;
+            ok = pair && add(st, fingerprint, entry, held) == 0 && PyList_Append(prints, pair) == 0;
+            Py_XDECREF(entry);
+            Py_XDECREF(pair);
+            if (!ok) goto done;
+            codes[0] = 'F';
+            codes[(*ncodes)++] = 'M';
+        }
+    } else {
+        PyObject *known = PyDict_GetItemWithError(st->families, family);
+        if (known == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, family);
+            goto done;
+        }
+        if (PyTuple_GET_ITEM(known, 1) == Py_None) {
+            PyObject *info = PyTuple_Pack(3, PyTuple_GET_ITEM(known, 0), usage, PyTuple_GET_ITEM(known, 2));
+            int ok = info && PyDict_SetItem(st->families, family, info) == 0;
+            Py_XDECREF(info);
+            if (!ok) goto done;
+        }
+    }
+    if (PyObject_SetAttr(member, s_family, family) < 0 || PyDict_SetItem(st->family_of, key, family) < 0) goto done;
+    if (has_id) {
+        if (PyDict_SetItem(st->seen_ids, key, response_id) < 0) goto done;
+    } else if (PyDict_GET_SIZE(st->seen_ids)) {
+        int seen = PyDict_Contains(st->seen_ids, key);
+        if (seen < 0 || (seen && PyDict_DelItem(st->seen_ids, key) < 0)) goto done;
+    }
+    if (PyList_Append(models, key) < 0 || PyList_Append(placed, family) < 0) goto done;
+    int more = present(last);
+    if (more < 0) goto done;
+    if (more) {
+        int seen = PyDict_Contains(st->family_of, last);
+        if (seen == 0) seen = PyDict_Contains(st->pending, last);
+        if (seen < 0) goto done;
+        if (!seen) {
+            if (PyDict_SetItem(st->pending, last, family) < 0 || PyList_Append(pendings, last) < 0) goto done;
+            codes[(*ncodes)++] = 'Q';
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(usage);
+    Py_XDECREF(parent_key);
+    Py_XDECREF(family);
+    Py_XDECREF(fingerprint);
+    Py_XDECREF(response_id);
+    Py_XDECREF(dialect);
+    Py_XDECREF(end_ns);
+    Py_XDECREF(held);
+    Py_XDECREF(last);
+    Py_XDECREF(cursor);
+    return rc;
+}
+
+static int unpack_state(PyObject *tuple, State *st) {
+    if (!PyTuple_CheckExact(tuple) || PyTuple_GET_SIZE(tuple) != 8) {
+        PyErr_SetString(PyExc_TypeError, "state: a tuple of 8");
+        return -1;
+    }
+    PyObject **items[8] = {&st->family_of, &st->families, &st->parents, &st->pending, &st->seen_ids, &st->queues,
+                           &st->matched, &st->tolerance};
+    for (int i = 0; i < 8; i++) *items[i] = PyTuple_GET_ITEM(tuple, i);
+    for (int i = 0; i < 6; i++) {
+        if (!PyDict_CheckExact(*items[i])) {
+            PyErr_Format(PyExc_TypeError, "state[%d]: a dict", i);
+            return -1;
+        }
+    }
+    if (!PySet_CheckExact(st->matched)) {
+        PyErr_SetString(PyExc_TypeError, "state[6]: a set");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *place(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    State st;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "place(state, members, arrival_lists, next)");
+        return NULL;
+    }
+    if (unpack_state(args[0], &st) < 0) return NULL;
+    PyObject *lists = args[2];
+    if (!PyTuple_CheckExact(lists) || PyTuple_GET_SIZE(lists) != 4) {
+        PyErr_SetString(PyExc_TypeError, "arrival_lists: (models, placed, pendings, prints)");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyList_CheckExact(PyTuple_GET_ITEM(lists, i))) {
+            PyErr_SetString(PyExc_TypeError, "arrival_lists: four lists");
+            return NULL;
+        }
+    }
+    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    if (members == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(members);
+    PyObject *next = Py_NewRef(args[3]);
+    char *buffer = PyMem_Malloc(3 * (size_t)n + 1);
+    Py_ssize_t used = 0;
+    PyObject *out = NULL;
+    if (buffer == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int ncodes;
+        if (place_one(&st, PySequence_Fast_GET_ITEM(members, i), PyTuple_GET_ITEM(lists, 0),
+                      PyTuple_GET_ITEM(lists, 1), PyTuple_GET_ITEM(lists, 2), PyTuple_GET_ITEM(lists, 3), &next,
+                      buffer + used, &ncodes) < 0) goto done;
+        used += ncodes;
+    }
+    PyObject *codes = PyUnicode_FromStringAndSize(buffer, used);
+    if (codes != NULL) {
+        out = PyTuple_Pack(2, codes, next);
+        Py_DECREF(codes);
+    }
+done:
+    PyMem_Free(buffer);
+    Py_DECREF(next);
+    Py_DECREF(members);
+    return out;
+}
+
+/* PrintIndex.forget_all. */
+static PyObject *forget_prints(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    State st = {0};
+    if (nargs != 3 || !PyDict_CheckExact(args[0]) || !PySet_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "forget_prints(queues, matched, prints)");
+        return NULL;
+    }
+    st.queues = args[0];
+    st.matched = args[1];
+    PyObject *prints = PySequence_Fast(args[2], "prints: a sequence");
+    if (prints == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(prints);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(prints, i);
+        PyObject *fingerprint = PyTuple_GET_ITEM(pair, 0), *entry = PyTuple_GET_ITEM(pair, 1);
+        PyObject *seq = PyTuple_GET_ITEM(entry, 4);
+        int was = PySet_GET_SIZE(st.matched) ? PySet_Contains(st.matched, seq) : 0;
+        if (was > 0) was = PySet_Discard(st.matched, seq) < 0 ? -1 : 1;
+        if (was == 0) {
+            PyObject *held = PyDict_GetItemWithError(st.queues, fingerprint);
+            if (held == entry) was = PyDict_DelItem(st.queues, fingerprint);
+            else was = held == NULL && PyErr_Occurred() ? -1 : drop(&st, fingerprint, entry);
+        }
+        if (was < 0) {
+            Py_DECREF(prints);
+            return NULL;
+        }
+    }
+    Py_DECREF(prints);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"place", (PyCFunction)(void (*)(void))place, METH_FASTCALL,
+     "place(state, members, arrival_lists, next) -> (codes, next): SpanCorrelator._place of each member"},
+    {"forget_prints", (PyCFunction)(void (*)(void))forget_prints, METH_FASTCALL,
+     "forget_prints(queues, matched, prints): PrintIndex.forget_all"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_correlator", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__correlator(void) {
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL) return NULL;
+    deque_type = PyObject_GetAttrString(collections, "deque");
+    Py_DECREF(collections);
+    if (deque_type == NULL) return NULL;
+    one = PyLong_FromLong(1);
+    if (one == NULL) return NULL;
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&s_key, "key"}, {&s_parent_key, "parent_key"}, {&s_dialect, "dialect"}, {&s_usage, "usage"},
+        {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_response_id, "response_id"},
+        {&s_request_id, "request_id"}, {&s_family, "family"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
+        {&s_remove, "remove"}, {&s_append, "append"}, {&s_empty, ""},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        *names[i].slot = PyUnicode_InternFromString(names[i].text);
+        if (*names[i].slot == NULL) return NULL;
+    }
+    return PyModule_Create(&module_def);
+}
