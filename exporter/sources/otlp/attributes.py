@@ -152,6 +152,19 @@ def first_string(
     return None
 
 
+# The reads in C (_reads.c), built when the install had a C compiler: the same answers and, for a
+# malformed value, the same error (they call the Python code above for it). The Python stays their twin.
+first_string_python = first_string
+try:
+    from exporter.sources.otlp import _reads as c_reads
+except ImportError:  # pragma: no cover - exercised by installs without a compiler
+    c_reads = None  # type: ignore[assignment]
+if c_reads is not None:
+    c_reads.bind("read_string", read_string)
+    c_reads.bind("read_count", read_count)
+    first_string = c_reads.first_string
+
+
 _LITERAL_NODES = (
     ast.Expression,
     ast.Dict,
@@ -217,7 +230,9 @@ __all__ = [
     "SAVINGS_COUNT_KEYS",
     "BadValue",
     "Unsupported",
+    "c_reads",
     "first_string",
+    "first_string_python",
     "parse_literal",
     "read_count",
     "read_string",

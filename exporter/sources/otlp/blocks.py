@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from exporter.sources.otlp.attributes import c_reads
 from exporter.sources.otlp.dialects import Dialect, UsageCounts
 from exporter.sources.otlp.dialects.base import (
     MISSING_CACHE_DETAIL,
@@ -80,6 +81,14 @@ def usage_block(
     return usage, ordered
 
 
+usage_block_python = usage_block  # the twin of the C block (attributes.c_reads), and its fallback
+if c_reads is not None:
+    c_reads.bind("usage_block", usage_block)
+    c_reads.bind("MISSING_INCLUSIVE", MISSING_INCLUSIVE)
+    c_reads.bind("MISSING_CACHE_TTL", MISSING_CACHE_TTL)
+    usage_block = c_reads.usage_block
+
+
 # The most consequential first: the one a record carries when it lacks several things.
 COMPLETENESS_ORDER = (
     MISSING_USAGE_OBJECT,
@@ -103,4 +112,4 @@ def completeness(flags: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["COMPLETENESS_ORDER", "completeness", "usage_block"]
+__all__ = ["COMPLETENESS_ORDER", "completeness", "usage_block", "usage_block_python"]

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from exporter.engine.records import SOURCE_FLAGS
 from exporter.engine.usage import MAX_COUNT
-from exporter.sources.otlp.attributes import read_count
+from exporter.sources.otlp.attributes import c_reads, read_count
 
 # What a span's telemetry lacks for exact dollars, and response-cache hits: record flags
 # (``exporter.engine.records.SOURCE_FLAGS``, docs/telemetry.md). Bounded.
@@ -87,6 +87,14 @@ def read_counts(
     return _new_tuple(UsageCounts, (*values, None, None, includes_cache, flags))
 
 
+read_counts_python = read_counts  # the twin of the C read (attributes.c_reads), and its fallback
+if c_reads is not None:
+    c_reads.bind("read_counts", read_counts)
+    c_reads.bind("UsageCounts", UsageCounts)
+    c_reads.bind("MAX_COUNT", MAX_COUNT)
+    read_counts = c_reads.read_counts
+
+
 Detect = Callable[[Mapping[str, Any], str], bool]  # (attrs, scope name) -> is it mine?
 ReadUsage = Callable[[Mapping[str, Any]], UsageCounts]  # raises BadValue on a malformed count
 ReadId = Callable[[Mapping[str, Any]], str | None]  # the dialect's dedupe id, None: the common rule
@@ -162,4 +170,5 @@ __all__ = [
     "UsageCounts",
     "counted",
     "read_counts",
+    "read_counts_python",
 ]
