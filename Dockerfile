@@ -19,8 +19,8 @@
 # the image and runs it; tests/e2e/test_helm_image.py checks this file against the chart.
 
 ARG PYTHON_IMAGE=python:3.11-slim
-# The build stage compiles the C span-view walk (exporter/sources/otlp/_views.c) and the
-# correlation rules' inner loop (_correlator.c): the same
+# The build stage compiles the C span-view walk (exporter/sources/otlp/_views.c), the
+# correlation rules' inner loop (_correlator.c) and the mapping's reads (_reads.c): the same
 # Python with a C compiler and its headers (python:3.11 is python:3.11-slim plus those; the
 # offline build passes a Debian base with gcc and python3-dev). Nothing of it reaches the runtime.
 ARG BUILD_IMAGE=python:3.11
