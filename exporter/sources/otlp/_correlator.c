@@ -521,11 +521,341 @@ static PyObject *forget_prints(PyObject *module, PyObject *const *args, Py_ssize
     Py_RETURN_NONE;
 }
 
+/* --- the glue: a request's spans -> links and members, and the answers back (correlate.py) ------ */
+
+static PyObject *member_type, *mapped_type, *a_response_id, *cache_hit;  /* setup() */
+static PyObject *s_trace_id, *s_span_id, *s_parent_span_id, *s_attrs, *s_start_ns, *s_record, *s_keep,
+    *s_index, *k_usage, *k_source_flags, *k_source_dialect, *k_request_id, *k_prompt, *k_completion,
+    *k_details, *k_cached, *k_write, *k_read_input, *k_creation_input, *k_input, *k_output, *k_creation, *zero;
+
+/* "<a>:<b>", as the f-string makes it. */
+static PyObject *joined(PyObject *a, PyObject *b) {
+    if (!PyUnicode_CheckExact(a) || !PyUnicode_CheckExact(b)) return PyUnicode_FromFormat("%S:%S", a, b);
+    if (PyUnicode_IS_ASCII(a) && PyUnicode_IS_ASCII(b)) {
+        Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
+        PyObject *out = PyUnicode_New(la + 1 + lb, 127);
+        if (out == NULL) return NULL;
+        Py_UCS1 *data = PyUnicode_1BYTE_DATA(out);
+        memcpy(data, PyUnicode_1BYTE_DATA(a), (size_t)la);
+        data[la] = ':';
+        memcpy(data + la + 1, PyUnicode_1BYTE_DATA(b), (size_t)lb);
+        return out;
+    }
+    return PyUnicode_FromFormat("%U:%U", a, b);
+}
+
+/* mapping.get(key, fallback) as a new reference (NULL: an error). */
+static PyObject *get(PyObject *mapping, PyObject *key, PyObject *fallback) {
+    if (PyDict_CheckExact(mapping)) {
+        PyObject *value = PyDict_GetItemWithError(mapping, key);
+        if (value == NULL && PyErr_Occurred()) return NULL;
+        return Py_NewRef(value ? value : fallback);
+    }
+    return PyObject_CallMethod(mapping, "get", "OO", key, fallback);
+}
+
+/* value or fallback: Python's ``value or 0`` (a new reference). */
+static PyObject *or_else(PyObject *value, PyObject *fallback) {
+    int truth = PyObject_IsTrue(value);
+    if (truth < 0) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    if (truth) return value;
+    Py_DECREF(value);
+    return Py_NewRef(fallback);
+}
+
+/* correlate._usage_numbers: (input total, cache read, cache write, output) of a usage block. */
+static PyObject *usage_numbers(PyObject *usage) {
+    PyObject *n[4] = {NULL, NULL, NULL, NULL}, *out = NULL, *details = NULL, *sum = NULL;
+    int openai = PySequence_Contains(usage, k_prompt);
+    if (openai == 0) openai = PySequence_Contains(usage, k_completion);
+    if (openai == 0) openai = PySequence_Contains(usage, k_details);
+    if (openai < 0) return NULL;
+    if (openai) {
+        PyObject *empty = PyDict_New();
+        details = empty ? get(usage, k_details, Py_None) : NULL;
+        if (details) details = or_else(details, empty);
+        Py_XDECREF(empty);
+        if (details == NULL) goto done;
+        if (!(n[0] = get(usage, k_prompt, Py_None)) || !(n[0] = or_else(n[0], zero))) goto done;
+        if (!(n[1] = get(details, k_cached, Py_None)) || !(n[1] = or_else(n[1], zero))) goto done;
+        if (!(n[2] = get(details, k_write, Py_None)) || !(n[2] = or_else(n[2], zero))) goto done;
+    } else {
+        if (!(n[1] = get(usage, k_read_input, Py_None)) || !(n[1] = or_else(n[1], zero))) goto done;
+        if (!(n[2] = get(usage, k_creation_input, Py_None)) || !(n[2] = or_else(n[2], zero))) goto done;
+        PyObject *input = get(usage, k_input, zero);
+        if (input == NULL) goto done;
+        sum = PyNumber_Add(input, n[1]);
+        Py_DECREF(input);
+        if (sum == NULL || !(n[0] = PyNumber_Add(sum, n[2]))) goto done;
+    }
+    if (!(n[3] = get(usage, openai ? k_completion : k_output, Py_None)) || !(n[3] = or_else(n[3], zero))) goto done;
+    out = PyTuple_Pack(4, n[0], n[1], n[2], n[3]);
+done:
+    for (int i = 0; i < 4; i++) Py_XDECREF(n[i]);
+    Py_XDECREF(details);
+    Py_XDECREF(sum);
+    return out;
+}
+
+/* correlate._member: the correlator's view of a mapped span with usage. */
+static PyObject *make_member(PyObject *view, PyObject *record, PyObject *usage, PyObject *key,
+                             PyObject *parent_key, Py_ssize_t index) {
+    PyObject *flags = NULL, *attrs = NULL, *response_id = NULL, *dialect = NULL, *numbers = NULL, *model = NULL,
+             *end = NULL, *request_id = NULL, *rank = NULL, *position = NULL, *out = NULL;
+    if (!(flags = get(record, k_source_flags, Py_None)) || !(attrs = PyObject_GetAttr(view, s_attrs))
+        || !(response_id = get(attrs, a_response_id, Py_None))) goto done;
+    if (!PyUnicode_Check(response_id) || PyUnicode_GET_LENGTH(response_id) == 0) {
+        Py_SETREF(response_id, Py_NewRef(Py_None));
+    }
+    int complete = PyObject_IsTrue(flags);
+    if (complete < 0) goto done;
+    if (complete) {  /* flags: no flag but the cache hit */
+        Py_ssize_t size = PyObject_Size(flags);
+        PyObject *hits = size < 0 ? NULL : PyObject_CallMethod(flags, "count", "O", cache_hit);
+        if (hits == NULL) goto done;
+        Py_ssize_t count = PyLong_AsSsize_t(hits);
+        Py_DECREF(hits);
+        if (count == -1 && PyErr_Occurred()) goto done;
+        complete = count == size;
+    } else {
+        complete = 1;
+    }
+    if (!(dialect = get(record, k_source_dialect, s_empty)) || !(numbers = usage_numbers(usage))
+        || !(model = get(record, s_model, s_empty)) || !(end = PyObject_GetAttr(view, s_end_ns))
+        || !(end = or_else(end, Py_None))) goto done;
+    if (end == Py_None) {
+        Py_DECREF(end);
+        if (!(end = PyObject_GetAttr(view, s_start_ns))) goto done;
+    }
+    int split = PySequence_Contains(usage, k_creation);
+    if (split < 0 || !(request_id = get(record, k_request_id, Py_None))) goto done;
+    rank = PyTuple_Pack(3, complete ? one : zero, split ? one : zero, response_id != Py_None ? one : zero);
+    if (rank == NULL || !(position = PyLong_FromSsize_t(index))) goto done;
+    PyObject *call[10] = {key, parent_key, dialect, numbers, model, end, response_id, request_id, rank, position};
+    out = PyObject_Vectorcall(member_type, call, 10, NULL);
+done:
+    Py_XDECREF(flags);
+    Py_XDECREF(attrs);
+    Py_XDECREF(response_id);
+    Py_XDECREF(dialect);
+    Py_XDECREF(numbers);
+    Py_XDECREF(model);
+    Py_XDECREF(end);
+    Py_XDECREF(request_id);
+    Py_XDECREF(rank);
+    Py_XDECREF(position);
+    return out;
+}
+
+/* gather(views, outcomes, owns) -> (links, members): correlate's loop over a request's spans. */
+static PyObject *gather(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "gather(views: list, outcomes: list, owns: list)");
+        return NULL;
+    }
+    if (member_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_correlator.setup() was not called");
+        return NULL;
+    }
+    PyObject *views = args[0], *outcomes = args[1], *owns = args[2];
+    Py_ssize_t n = PyList_GET_SIZE(views);
+    if (PyList_GET_SIZE(outcomes) != n || PyList_GET_SIZE(owns) != n) {
+        PyErr_SetString(PyExc_ValueError, "gather: one outcome and one owns flag per view");
+        return NULL;
+    }
+    PyObject *links = PyList_New(0), *members = PyList_New(0), *out = NULL;
+    if (links == NULL || members == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *view = PyList_GET_ITEM(views, i);
+        PyObject *trace = PyObject_GetAttr(view, s_trace_id), *span = NULL, *parent = NULL, *key = NULL,
+                 *parent_key = NULL, *link = NULL;
+        int ok = 0;
+        if (trace == NULL || !(span = PyObject_GetAttr(view, s_span_id))) goto next;
+        int both = PyObject_IsTrue(trace);
+        if (both > 0) both = PyObject_IsTrue(span);
+        if (both <= 0) {
+            ok = both == 0;
+            goto next;
+        }
+        if (!(parent = PyObject_GetAttr(view, s_parent_span_id)) || !(key = joined(trace, span))) goto next;
+        int has_parent = PyObject_IsTrue(parent);
+        if (has_parent < 0) goto next;
+        parent_key = has_parent ? joined(trace, parent) : Py_NewRef(s_empty);
+        if (parent_key == NULL || !(link = PyTuple_Pack(2, key, parent_key)) || PyList_Append(links, link) < 0) goto next;
+        PyObject *outcome = PyList_GET_ITEM(outcomes, i);
+        if ((PyObject *)Py_TYPE(outcome) == mapped_type) {
+            PyObject *record = PyObject_GetAttr(outcome, s_record);
+            PyObject *usage = record ? get(record, k_usage, Py_None) : NULL;
+            int take = usage ? PyObject_IsTrue(usage) : -1;
+            if (take > 0) {
+                int own = PyObject_IsTrue(PyList_GET_ITEM(owns, i));
+                take = own < 0 ? -1 : !own;
+            }
+            if (take > 0) {
+                PyObject *member = make_member(view, record, usage, key, parent_key, i);
+                take = member == NULL || PyList_Append(members, member) < 0 ? -1 : 1;
+                Py_XDECREF(member);
+            }
+            Py_XDECREF(record);
+            Py_XDECREF(usage);
+            if (take < 0) goto next;
+        }
+        ok = 1;
+    next:
+        Py_XDECREF(trace);
+        Py_XDECREF(span);
+        Py_XDECREF(parent);
+        Py_XDECREF(key);
+        Py_XDECREF(parent_key);
+        Py_XDECREF(link);
+        if (!ok) goto done;
+    }
+    out = PyTuple_Pack(2, links, members);
+done:
+    Py_XDECREF(links);
+    Py_XDECREF(members);
+    return out;
+}
+
+/* link(links, members, known, pending, parents, pendings): resolve's loops over a request's links -
+ * a parent link remembered for each new span with a parent, and a non-model span passing a waiting
+ * descendant on to its own parent. */
+static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[3])
+        || !PyList_CheckExact(args[4]) || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "link(links: list, members, known: dict, pending: dict, parents: list, "
+                                         "pendings: list)");
+        return NULL;
+    }
+    PyObject *links = args[0], *known = args[2], *pending = args[3], *parents = args[4], *pendings = args[5];
+    Py_ssize_t n = PyList_GET_SIZE(links);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(links, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "link: links are (key, parent key) tuples");
+            return NULL;
+        }
+        PyObject *key = PyTuple_GET_ITEM(pair, 0), *parent = PyTuple_GET_ITEM(pair, 1);
+        int has_parent = present(parent);
+        if (has_parent < 0) return NULL;
+        if (!has_parent) continue;
+        int seen = PyDict_Contains(known, key);
+        if (seen < 0) return NULL;
+        if (!seen && (PyDict_SetItem(known, key, parent) < 0 || PyList_Append(parents, key) < 0)) return NULL;
+    }
+    if (PyDict_GET_SIZE(pending) == 0) Py_RETURN_NONE;
+    PyObject *model_keys = PySet_New(NULL);
+    if (model_keys == NULL) return NULL;
+    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    if (members == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
+        PyObject *key = PyObject_GetAttr(PySequence_Fast_GET_ITEM(members, i), s_key);
+        int rc = key == NULL ? -1 : PySet_Add(model_keys, key);
+        Py_XDECREF(key);
+        if (rc < 0) {
+            Py_DECREF(members);
+            goto fail;
+        }
+    }
+    Py_DECREF(members);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(links, i);
+        PyObject *key = PyTuple_GET_ITEM(pair, 0), *parent = PyTuple_GET_ITEM(pair, 1);
+        int model = PySet_Contains(model_keys, key);
+        if (model < 0) goto fail;
+        if (model) continue;
+        PyObject *waiting = PyDict_GetItemWithError(pending, key);
+        if (waiting == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            continue;
+        }
+        Py_INCREF(waiting);
+        int rc = PyDict_DelItem(pending, key);
+        int has_parent = rc < 0 ? -1 : present(parent);
+        if (has_parent > 0 && (PyDict_SetItem(pending, parent, waiting) < 0 || PyList_Append(pendings, parent) < 0)) {
+            has_parent = -1;
+        }
+        Py_DECREF(waiting);
+        if (has_parent < 0) goto fail;
+    }
+    Py_DECREF(model_keys);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(model_keys);
+    return NULL;
+}
+
+/* apply(members, outcomes, same_call): a member dropped becomes same_call, a kept one gets its
+ * family's request id. */
+static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "apply(members, outcomes: list, same_call)");
+        return NULL;
+    }
+    PyObject *members = PySequence_Fast(args[0], "members: a sequence");
+    if (members == NULL) return NULL;
+    PyObject *outcomes = args[1], *same_call = args[2];
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
+        PyObject *member = PySequence_Fast_GET_ITEM(members, i);
+        PyObject *keep = PyObject_GetAttr(member, s_keep), *index = NULL, *request_id = NULL, *record = NULL;
+        int rc = -1;
+        if (keep == NULL || !(index = PyObject_GetAttr(member, s_index))) goto next;
+        Py_ssize_t at = PyLong_AsSsize_t(index);
+        if (at == -1 && PyErr_Occurred()) goto next;
+        int kept = PyObject_IsTrue(keep);
+        if (kept < 0) goto next;
+        if (!kept) {
+            rc = PyList_SetItem(outcomes, at, Py_NewRef(same_call));
+            goto next;
+        }
+        if (!(request_id = PyObject_GetAttr(member, s_request_id))) goto next;
+        if (request_id == Py_None) {
+            rc = 0;
+            goto next;
+        }
+        PyObject *outcome = PyList_GetItem(outcomes, at);
+        if (outcome == NULL || !(record = PyObject_GetAttr(outcome, s_record))) goto next;
+        rc = PyObject_SetItem(record, k_request_id, request_id);
+    next:
+        Py_XDECREF(keep);
+        Py_XDECREF(index);
+        Py_XDECREF(request_id);
+        Py_XDECREF(record);
+        if (rc < 0) {
+            Py_DECREF(members);
+            return NULL;
+        }
+    }
+    Py_DECREF(members);
+    Py_RETURN_NONE;
+}
+
+/* setup(member_type, mapped_type, response_id_key, cache_hit_flag): the glue's types and names, once. */
+static PyObject *setup(PyObject *module, PyObject *args) {
+    PyObject *member, *mapped, *key, *hit;
+    if (!PyArg_ParseTuple(args, "OOUU", &member, &mapped, &key, &hit)) return NULL;
+    Py_XSETREF(member_type, Py_NewRef(member));
+    Py_XSETREF(mapped_type, Py_NewRef(mapped));
+    Py_XSETREF(a_response_id, Py_NewRef(key));
+    Py_XSETREF(cache_hit, Py_NewRef(hit));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"place", (PyCFunction)(void (*)(void))place, METH_FASTCALL,
      "place(state, members, arrival_lists, next) -> (codes, next): SpanCorrelator._place of each member"},
     {"forget_prints", (PyCFunction)(void (*)(void))forget_prints, METH_FASTCALL,
      "forget_prints(queues, matched, prints): PrintIndex.forget_all"},
+    {"gather", (PyCFunction)(void (*)(void))gather, METH_FASTCALL,
+     "gather(views, outcomes, owns) -> (links, members): correlate's members of a request"},
+    {"link", (PyCFunction)(void (*)(void))link_spans, METH_FASTCALL,
+     "link(links, members, known, pending, parents, pendings): resolve's loops over a request's links"},
+    {"apply", (PyCFunction)(void (*)(void))apply, METH_FASTCALL,
+     "apply(members, outcomes, same_call): the correlator's answers written back"},
+    {"setup", setup, METH_VARARGS, "setup(member_type, mapped_type, response_id_key, cache_hit_flag)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -538,12 +868,21 @@ PyMODINIT_FUNC PyInit__correlator(void) {
     Py_DECREF(collections);
     if (deque_type == NULL) return NULL;
     one = PyLong_FromLong(1);
-    if (one == NULL) return NULL;
+    zero = PyLong_FromLong(0);
+    if (one == NULL || zero == NULL) return NULL;
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_key, "key"}, {&s_parent_key, "parent_key"}, {&s_dialect, "dialect"}, {&s_usage, "usage"},
         {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_response_id, "response_id"},
         {&s_request_id, "request_id"}, {&s_family, "family"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
         {&s_remove, "remove"}, {&s_append, "append"}, {&s_empty, ""},
+        {&s_trace_id, "trace_id"}, {&s_span_id, "span_id"}, {&s_parent_span_id, "parent_span_id"},
+        {&s_attrs, "attrs"}, {&s_start_ns, "start_ns"}, {&s_record, "record"}, {&s_keep, "keep"},
+        {&s_index, "index"}, {&k_usage, "usage"}, {&k_source_flags, "source_flags"},
+        {&k_source_dialect, "source_dialect"}, {&k_request_id, "request_id"}, {&k_prompt, "prompt_tokens"},
+        {&k_completion, "completion_tokens"}, {&k_details, "prompt_tokens_details"}, {&k_cached, "cached_tokens"},
+        {&k_write, "cache_write_tokens"}, {&k_read_input, "cache_read_input_tokens"},
+        {&k_creation_input, "cache_creation_input_tokens"}, {&k_input, "input_tokens"},
+        {&k_output, "output_tokens"}, {&k_creation, "cache_creation"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         *names[i].slot = PyUnicode_InternFromString(names[i].text);

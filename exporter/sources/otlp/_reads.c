@@ -9,6 +9,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 /* Bound once by the Python modules (bind): the twins and the names they use. */
 static PyObject *py_read_string, *py_read_count, *py_read_counts, *py_usage_block, *usage_counts_type, *max_count_obj;
@@ -324,6 +325,333 @@ static PyObject *bind(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* --- mapping._map_into's loop: a request's views -> outcomes, with their shape plans ---------------- */
+
+/* setup_mapping(kit): the mapping's classes, helpers and names, once (mapping.py gives them). */
+enum {
+    K_PLAN_FOR, K_ROLLUP, K_DETECT, K_NORMALISE, K_FOLDED, K_SAVINGS, K_OPTIMIZER, K_GATEWAY, K_COMPLETENESS,
+    K_UNDECIDED, K_FALLBACK, K_IGNORED, K_IGNORED_NOT_CALL, K_MAPPED, K_REJECTED, K_BAD_VALUE, K_PLAN,
+    K_VIEW, K_S_REQUEST_ID, K_A_RESPONSE_ID, K_MAX_ID_CHARS, K_SIZE
+};
+static PyObject *kit[K_SIZE];
+static const char *const PLAN_FIELDS[] = {"rollup", "model_keys", "provider_keys", "tenant_keys", "dialect",
+                                          "has_savings", "savings_or_method", "request_id_key", "response_id_key",
+                                          "optimizer", "gateway", "own", "counts"};
+enum { P_ROLLUP, P_MODEL, P_PROVIDER, P_TENANT, P_DIALECT, P_HAS_SAVINGS, P_SAVINGS_OR_METHOD, P_REQUEST_ID_KEY,
+       P_RESPONSE_ID_KEY, P_OPTIMIZER, P_GATEWAY, P_OWN, P_COUNTS, P_SIZE };
+static const char *const VIEW_FIELDS[] = {"attrs", "resource", "scope_name", "trace_id", "span_id", "start_ns",
+                                          "end_ns", "parent_span_id"};
+enum { V_ATTRS, V_RESOURCE, V_SCOPE, V_TRACE, V_SPAN, V_START, V_END, V_PARENT, V_SIZE };
+static Py_ssize_t plan_offsets[P_SIZE], view_offsets[V_SIZE], mapped_offset;
+static PyObject *s_request_id_attr, *s_usage_attr, *s_counts_include_cache, *s_name, *s_reason, *s_detail,
+    *k_ts, *k_request_id, *k_model, *k_provider, *k_tenant, *k_usage, *k_source_flags, *k_source_dialect,
+    *k_optimizer, *billion, *zero;
+
+/* A slots class's fields' offsets (what _views.c does for the span view): read without a lookup. */
+static int learn_slots(PyObject *type, const char *const *fields, int n, Py_ssize_t *offsets) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "setup_mapping: not a class");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *descr = PyObject_GetAttrString(type, fields[i]);
+        if (descr == NULL) return -1;
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type)
+                 && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX
+                 && PyType_IsSubtype((PyTypeObject *)type, PyDescr_TYPE(descr));
+        if (ok) offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "setup_mapping: %s is not a slot", fields[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static PyObject *setup_mapping(PyObject *module, PyObject *arg) {
+    if (!PyTuple_CheckExact(arg) || PyTuple_GET_SIZE(arg) != K_SIZE) {
+        PyErr_Format(PyExc_TypeError, "setup_mapping: a tuple of %d", K_SIZE);
+        return NULL;
+    }
+    Py_ssize_t offsets[P_SIZE];
+    const char *const record_field[] = {"record"};
+    if (learn_slots(PyTuple_GET_ITEM(arg, K_PLAN), PLAN_FIELDS, P_SIZE, offsets) < 0
+        || learn_slots(PyTuple_GET_ITEM(arg, K_VIEW), VIEW_FIELDS, V_SIZE, view_offsets) < 0
+        || learn_slots(PyTuple_GET_ITEM(arg, K_MAPPED), record_field, 1, &mapped_offset) < 0) return NULL;
+    memcpy(plan_offsets, offsets, sizeof offsets);
+    for (int i = 0; i < K_SIZE; i++) Py_XSETREF(kit[i], Py_NewRef(PyTuple_GET_ITEM(arg, i)));
+    Py_RETURN_NONE;
+}
+
+/* The span's end time (start time when end is 0), a new reference. */
+static PyObject *end_of(PyObject *span) {
+    PyObject *end = SLOT(span, view_offsets[V_END]);
+    int truth = PyObject_IsTrue(end);
+    if (truth < 0) return NULL;
+    return Py_NewRef(truth ? end : SLOT(span, view_offsets[V_START]));
+}
+
+/* end / 1e9 when end > 0, else NULL with no error (as the record's ts, or a rejection's). */
+static PyObject *seconds(PyObject *end) {
+    int after = PyObject_RichCompareBool(end, zero, Py_GT);
+    if (after <= 0) return NULL;
+    return PyNumber_TrueDivide(end, billion);
+}
+
+static PyObject *call1(PyObject *fn, PyObject *a) { return PyObject_CallOneArg(fn, a); }
+static PyObject *call2(PyObject *fn, PyObject *a, PyObject *b) {
+    PyObject *args[2] = {a, b};
+    return PyObject_Vectorcall(fn, args, 2, NULL);
+}
+
+/* first_string(attrs, keys) for a plan's tuple of keys (new reference, Py_None when none). */
+static PyObject *first_of(PyObject *attrs, PyObject *keys) {
+    PyObject *args[2] = {attrs, keys};
+    return first_string(NULL, args, 2);
+}
+
+static int set_item(PyObject *record, PyObject *key, PyObject *value) {
+    if (value == NULL) return -1;
+    int rc = PyDict_SetItem(record, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* mapping._map of one span given its plan: Mapped, Ignored, or Rejected for a BadValue. */
+static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObject *tenant_attributes) {
+    PyObject *attrs = SLOT(span, view_offsets[V_ATTRS]);
+    PyObject *record = NULL, *model = NULL, *dialect = NULL, *counts = NULL, *end = NULL, *out = NULL;
+    if (SLOT(plan, plan_offsets[P_ROLLUP]) == Py_True) {
+        PyObject *skip = call1(kit[K_ROLLUP], attrs);
+        if (skip == NULL) goto error;
+        if (skip != Py_None) {  /* the shared Ignored of that reason */
+            PyObject *ignored = PyDict_GetItemWithError(kit[K_IGNORED], skip);
+            if (ignored == NULL && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, skip);
+            Py_DECREF(skip);
+            return ignored ? Py_NewRef(ignored) : NULL;
+        }
+        Py_DECREF(skip);
+    }
+    PyObject *keys = SLOT(plan, plan_offsets[P_MODEL]);
+    model = PyTuple_GET_SIZE(keys) ? first_of(attrs, keys) : Py_NewRef(Py_None);
+    if (model == NULL) goto error;
+    dialect = Py_NewRef(SLOT(plan, plan_offsets[P_DIALECT]));
+    if (dialect == kit[K_UNDECIDED]) {
+        Py_SETREF(dialect, call2(kit[K_DETECT], attrs, SLOT(span, view_offsets[V_SCOPE])));
+        if (dialect == NULL) goto error;
+    }
+    if (model == Py_None && dialect == Py_None && SLOT(plan, plan_offsets[P_HAS_SAVINGS]) != Py_True) {
+        out = Py_NewRef(kit[K_IGNORED_NOT_CALL]);
+        goto done;
+    }
+    if (dialect == Py_None) Py_SETREF(dialect, Py_NewRef(kit[K_FALLBACK]));
+    if (!(record = PyDict_New()) || !(end = end_of(span))) goto error;
+    PyObject *ts = seconds(end);
+    if (ts == NULL && PyErr_Occurred()) goto error;
+    if (ts != NULL && set_item(record, k_ts, ts) < 0) goto error;
+    PyObject *request_id = Py_NewRef(Py_None);
+    if (SLOT(plan, plan_offsets[P_REQUEST_ID_KEY]) == Py_True) {
+        PyObject *args[3] = {attrs, kit[K_S_REQUEST_ID], kit[K_MAX_ID_CHARS]};
+        Py_SETREF(request_id, PyObject_Vectorcall(py_read_string, args, 3, NULL));
+        if (request_id == NULL) goto error;
+    }
+    if (request_id == Py_None) {
+        PyObject *by_dialect = PyObject_GetAttr(dialect, s_request_id_attr);
+        if (by_dialect == NULL) goto error_id;
+        if (by_dialect != Py_None) Py_SETREF(request_id, call1(by_dialect, attrs));
+        Py_DECREF(by_dialect);
+        if (request_id == NULL) goto error;
+    }
+    if (request_id == Py_None && SLOT(plan, plan_offsets[P_RESPONSE_ID_KEY]) == Py_True) {
+        PyObject *args[3] = {attrs, kit[K_A_RESPONSE_ID], kit[K_MAX_ID_CHARS]};
+        Py_SETREF(request_id, PyObject_Vectorcall(py_read_string, args, 3, NULL));
+        if (request_id == NULL) goto error;
+    }
+    if (request_id == Py_None) {
+        PyObject *trace = SLOT(span, view_offsets[V_TRACE]), *span_id = SLOT(span, view_offsets[V_SPAN]);
+        int both = PyObject_IsTrue(trace);
+        if (both > 0) both = PyObject_IsTrue(span_id);
+        if (both < 0) goto error_id;
+        if (both) Py_SETREF(request_id, PyUnicode_FromFormat("%S:%S", trace, span_id));
+        if (request_id == NULL) goto error;
+    }
+    if (request_id != Py_None && PyDict_SetItem(record, k_request_id, request_id) < 0) goto error_id;
+    Py_DECREF(request_id);
+    if (model != Py_None && PyDict_SetItem(record, k_model, model) < 0) goto error;
+    keys = SLOT(plan, plan_offsets[P_PROVIDER]);
+    if (PyTuple_GET_SIZE(keys)) {
+        PyObject *provider = first_of(attrs, keys);
+        if (provider == NULL) goto error;
+        if (provider != Py_None) {
+            PyObject *folded = PyDict_GetItemWithError(kit[K_FOLDED], provider);
+            int truth = folded ? PyObject_IsTrue(folded) : (PyErr_Occurred() ? -1 : 0);
+            PyObject *value = truth > 0 ? Py_NewRef(folded) : truth == 0 ? call1(kit[K_NORMALISE], provider) : NULL;
+            if (set_item(record, k_provider, value) < 0) {
+                Py_DECREF(provider);
+                goto error;
+            }
+        }
+        Py_DECREF(provider);
+    }
+    keys = SLOT(plan, plan_offsets[P_TENANT]);
+    PyObject *tenant = PyTuple_GET_SIZE(keys) ? first_of(attrs, keys) : Py_NewRef(Py_None);
+    if (tenant == Py_None) {
+        PyObject *resource = SLOT(span, view_offsets[V_RESOURCE]);
+        int some = PyObject_IsTrue(resource);
+        if (some < 0) Py_CLEAR(tenant);
+        else if (some) Py_SETREF(tenant, first_of(resource, tenant_attributes));
+    }
+    if (tenant == NULL) goto error;
+    int rc = tenant != Py_None ? PyDict_SetItem(record, k_tenant, tenant) : 0;
+    Py_DECREF(tenant);
+    if (rc < 0) goto error;
+    PyObject *pairs = SLOT(plan, plan_offsets[P_COUNTS]);
+    if (pairs != Py_None) {
+        PyObject *includes = PyObject_GetAttr(dialect, s_counts_include_cache);
+        if (includes == NULL) goto error;
+        PyObject *args[3] = {attrs, pairs, includes};
+        counts = read_counts(NULL, args, 3);
+        Py_DECREF(includes);
+    } else {
+        PyObject *usage = PyObject_GetAttr(dialect, s_usage_attr);
+        if (usage == NULL) goto error;
+        counts = usage != Py_None ? call1(usage, attrs) : Py_NewRef(Py_None);
+        Py_DECREF(usage);
+    }
+    if (counts == NULL) goto error;
+    if (counts != Py_None) {
+        PyObject *args[3] = {counts, dialect, forced};
+        PyObject *block = usage_block(NULL, args, 3);
+        if (block == NULL) goto error;
+        if (!PyTuple_Check(block) || PyTuple_GET_SIZE(block) != 2) {
+            Py_DECREF(block);
+            PyErr_SetString(PyExc_TypeError, "usage_block: not a pair");
+            goto error;
+        }
+        PyObject *usage = PyTuple_GET_ITEM(block, 0), *flags = PyTuple_GET_ITEM(block, 1);
+        int some = PyObject_IsTrue(usage);
+        if (some > 0) some = PyDict_SetItem(record, k_usage, usage) < 0 ? -1 : 1;
+        if (some >= 0) some = PyObject_IsTrue(flags);
+        if (some > 0) some = set_item(record, k_source_flags, call1(kit[K_COMPLETENESS], flags)) < 0 ? -1 : 1;
+        Py_DECREF(block);
+        if (some < 0) goto error;
+    }
+    if (SLOT(plan, plan_offsets[P_SAVINGS_OR_METHOD]) == Py_True) {
+        PyObject *done_ = call2(kit[K_SAVINGS], attrs, record);
+        if (done_ == NULL) goto error;
+        Py_DECREF(done_);
+    }
+    if (SLOT(plan, plan_offsets[P_OPTIMIZER]) == Py_True
+        && set_item(record, k_optimizer, call1(kit[K_OPTIMIZER], attrs)) < 0) goto error;
+    if (SLOT(plan, plan_offsets[P_GATEWAY]) == Py_True) {
+        PyObject *keys_ = call1(kit[K_GATEWAY], attrs);
+        if (keys_ == NULL) goto error;
+        rc = PyDict_Update(record, keys_);
+        Py_DECREF(keys_);
+        if (rc < 0) goto error;
+    }
+    if (set_item(record, k_source_dialect, PyObject_GetAttr(dialect, s_name)) < 0) goto error;
+    PyTypeObject *mapped = (PyTypeObject *)kit[K_MAPPED];
+    out = mapped->tp_alloc(mapped, 0);
+    if (out == NULL) goto error;
+    SLOT(out, mapped_offset) = record;  /* stolen */
+    record = NULL;
+    goto done;
+error_id:
+    Py_XDECREF(request_id);
+error:
+    if (PyErr_ExceptionMatches(kit[K_BAD_VALUE])) {  /* rejected: the reason and detail it names */
+        PyObject *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace);
+        PyErr_NormalizeException(&type, &value, &trace);
+        PyObject *reason = value ? PyObject_GetAttr(value, s_reason) : NULL;
+        PyObject *detail = value ? PyObject_GetAttr(value, s_detail) : NULL;
+        PyObject *when = NULL;
+        if (reason && detail) {
+            if (end == NULL) end = end_of(span);
+            when = end ? seconds(end) : NULL;
+            if (when == NULL && !PyErr_Occurred()) when = Py_NewRef(Py_None);
+        }
+        if (when) {
+            PyObject *args[3] = {reason, detail, when};
+            out = PyObject_Vectorcall(kit[K_REJECTED], args, 3, NULL);
+        }
+        Py_XDECREF(when);
+        Py_XDECREF(reason);
+        Py_XDECREF(detail);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(trace);
+    }
+done:
+    Py_XDECREF(record);
+    Py_XDECREF(model);
+    Py_XDECREF(dialect);
+    Py_XDECREF(counts);
+    Py_XDECREF(end);
+    return out;
+}
+
+/* map_all(views, plans, tenant_attributes, forced) -> (outcomes, owns): _map_into's loop. */
+static PyObject *map_all(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "map_all(views: list, plans: dict, tenant_attributes, forced)");
+        return NULL;
+    }
+    if (kit[K_PLAN] == NULL || py_read_string == NULL) return unbound("the mapping");
+    PyObject *views = args[0], *plans = args[1], *tenants = args[2], *forced = args[3];
+    Py_ssize_t n = PyList_GET_SIZE(views);
+    for (Py_ssize_t i = 0; i < n; i++) {  /* views of another kind: None, for the Python loop */
+        PyObject *span = PyList_GET_ITEM(views, i);
+        if (Py_TYPE(span) != (PyTypeObject *)kit[K_VIEW] || !PyDict_CheckExact(SLOT(span, view_offsets[V_ATTRS]))) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *outcomes = PyList_New(n), *owns = PyList_New(n), *out = NULL;
+    if (outcomes == NULL || owns == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *span = PyList_GET_ITEM(views, i);
+        PyObject *attrs = SLOT(span, view_offsets[V_ATTRS]);
+        PyObject *shape = PyTuple_New(1 + PyDict_GET_SIZE(attrs));  /* (scope name, *names) */
+        if (shape == NULL) goto done;
+        PyTuple_SET_ITEM(shape, 0, Py_NewRef(SLOT(span, view_offsets[V_SCOPE])));
+        Py_ssize_t pos = 0, at = 1;
+        PyObject *name, *value;
+        while (PyDict_Next(attrs, &pos, &name, &value)) PyTuple_SET_ITEM(shape, at++, Py_NewRef(name));
+        PyObject *plan = PyDict_GetItemWithError(plans, shape);
+        Py_DECREF(shape);
+        if (plan != NULL) {
+            Py_INCREF(plan);
+        } else {
+            if (PyErr_Occurred()) goto done;
+            PyObject *call[4] = {plans, attrs, SLOT(span, view_offsets[V_SCOPE]), tenants};
+            plan = PyObject_Vectorcall(kit[K_PLAN_FOR], call, 4, NULL);
+            if (plan == NULL) goto done;
+        }
+        if (Py_TYPE(plan) != (PyTypeObject *)kit[K_PLAN]) {  /* its slots are read by offset below */
+            Py_DECREF(plan);
+            PyErr_SetString(PyExc_TypeError, "map_all: a plan is not a Plan");
+            goto done;
+        }
+        PyObject *outcome = map_one(span, plan, forced, tenants);
+        if (outcome == NULL) {
+            Py_DECREF(plan);
+            goto done;
+        }
+        PyList_SET_ITEM(outcomes, i, outcome);
+        PyList_SET_ITEM(owns, i, Py_NewRef(SLOT(plan, plan_offsets[P_OWN])));
+        Py_DECREF(plan);
+    }
+    out = PyTuple_Pack(2, outcomes, owns);
+done:
+    Py_XDECREF(outcomes);
+    Py_XDECREF(owns);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"first_string", (PyCFunction)(void (*)(void))first_string, METH_FASTCALL,
      "first_string(attrs, keys, limit=256): attributes.first_string"},
@@ -332,6 +660,9 @@ static PyMethodDef methods[] = {
     {"usage_block", (PyCFunction)(void (*)(void))usage_block, METH_FASTCALL,
      "usage_block(counts, dialect, forced): blocks.usage_block"},
     {"bind", bind, METH_VARARGS, "bind(name, value): a Python twin or constant the reads use"},
+    {"setup_mapping", setup_mapping, METH_O, "setup_mapping(kit): the mapping's classes, helpers and names"},
+    {"map_all", (PyCFunction)(void (*)(void))map_all, METH_FASTCALL,
+     "map_all(views, plans, tenant_attributes, forced) -> (outcomes, owns), None for views of another kind"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -344,7 +675,14 @@ PyMODINIT_FUNC PyInit__reads(void) {
         {&k_write, "cache_write_tokens"}, {&k_input, "input_tokens"}, {&k_read_input, "cache_read_input_tokens"},
         {&k_creation_input, "cache_creation_input_tokens"}, {&k_creation, "cache_creation"},
         {&k_5m, "ephemeral_5m_input_tokens"}, {&k_1h, "ephemeral_1h_input_tokens"}, {&k_output, "output_tokens"},
+        {&s_request_id_attr, "request_id"}, {&s_usage_attr, "usage"}, {&s_counts_include_cache, "counts_include_cache"},
+        {&s_name, "name"}, {&s_reason, "reason"}, {&s_detail, "detail"}, {&k_ts, "ts"}, {&k_request_id, "request_id"},
+        {&k_model, "model"}, {&k_provider, "provider"}, {&k_tenant, "tenant"}, {&k_usage, "usage"},
+        {&k_source_flags, "source_flags"}, {&k_source_dialect, "source_dialect"}, {&k_optimizer, "optimizer"},
     };
+    billion = PyFloat_FromDouble(1e9);
+    zero = PyLong_FromLong(0);
+    if (billion == NULL || zero == NULL) return NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         *names[i].slot = PyUnicode_InternFromString(names[i].text);
         if (*names[i].slot == NULL) return NULL;

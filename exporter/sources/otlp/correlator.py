@@ -78,6 +78,11 @@ except ImportError:  # pragma: no cover - exercised by installs without a compil
 # Whether the C loop is in use by default; the Python code below decides the same, step for step.
 NATIVE = _native is not None
 
+
+def native_loop() -> Any:
+    """The C module (``_correlator.c``), None when the install did not build it."""
+    return _native
+
 MAX_DEPTH = 8
 MAX_ENTRIES = CORRELATION_MAX_ENTRIES
 
@@ -235,23 +240,11 @@ class SpanCorrelator:
             self._now = self.clock()
             self._evict()
             arrival = _Arrival(self._now)
-            known, parents = self._parent, arrival.parents
-            for key, parent in links:
-                if parent and key not in known:
-                    known[key] = parent
-                    parents.append(key)
-            codes = [PARENT * len(parents)]
-            # a non-model span links a waiting descendant to its own parent
-            if self._pending:
-                model_keys = {m.key for m in members}
-                for key, parent in links:
-                    if key in model_keys:
-                        continue
-                    waiting = self._pending.pop(key, None)
-                    if waiting is not None and parent:
-                        self._pending[parent] = waiting
-                        arrival.pendings.append(parent)
-                codes.append(PENDING * len(arrival.pendings))
+            if self.native and type(links) is list:  # _link, in C
+                _native.link(links, members, self._parent, self._pending, arrival.parents, arrival.pendings)
+                codes = [PARENT * len(arrival.parents), PENDING * len(arrival.pendings)]
+            else:
+                codes = self._link(links, members, arrival)
             if self.native and members:
                 state = (self._family_of, self._families, self._parent, self._pending, self._seen_ids,
                          self._prints.queues, self._prints.matched, self.end_tolerance_ns)
@@ -266,6 +259,27 @@ class SpanCorrelator:
             if arrival.codes:
                 self._arrivals.append(arrival)
                 self._held += len(arrival.codes)
+
+    def _link(self, links: Sequence[tuple[str, str]], members: Sequence[Member], arrival: _Arrival) -> list[str]:
+        """Remember each new span's parent link, and let a non-model span pass a waiting descendant on
+        to its own parent; the kinds of the entries this added, in order."""
+        known, parents = self._parent, arrival.parents
+        for key, parent in links:
+            if parent and key not in known:
+                known[key] = parent
+                parents.append(key)
+        codes = [PARENT * len(parents)]
+        if self._pending:
+            model_keys = {m.key for m in members}
+            for key, parent in links:
+                if key in model_keys:
+                    continue
+                waiting = self._pending.pop(key, None)
+                if waiting is not None and parent:
+                    self._pending[parent] = waiting
+                    arrival.pendings.append(parent)
+            codes.append(PENDING * len(arrival.pendings))
+        return codes
 
     def _resent(self, family: int, member: Member) -> bool:
         """The same span again (an export retried): same id, same usage."""

@@ -71,6 +71,7 @@ from exporter.sources.otlp.attributes import (
     S_REQUEST_ID,
     S_WOULD,
     BadValue,
+    c_reads,
     first_string,
     read_count,
     read_string,
@@ -237,13 +238,7 @@ def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
             if flags:
                 record["source_flags"] = completeness(flags)
         if plan.savings_or_method:
-            for key, out_key in _SAVINGS_FIELDS:
-                value = read_count(attrs, key)
-                if value is not None:
-                    record[out_key] = value
-            method = read_string(attrs, S_METHOD)
-            if method is not None:
-                record["count_method"] = method
+            _savings(attrs, record)
         if plan.optimizer:
             record["optimizer"] = _optimizer(attrs)
         if plan.gateway:
@@ -253,6 +248,17 @@ def _map(span: SpanView, opts: MappingOptions, plan: Plan) -> SpanOutcome:
     except BadValue as bad:
         end_ns = span.end_ns or span.start_ns
         return Rejected(bad.reason, bad.detail, end_ns / 1e9 if end_ns > 0 else None)
+
+
+def _savings(attrs: Mapping[str, Any], record: dict[str, Any]) -> None:
+    """The ``llm_savings.*`` savings counts and counting method, into ``record``."""
+    for key, out_key in _SAVINGS_FIELDS:
+        value = read_count(attrs, key)
+        if value is not None:
+            record[out_key] = value
+    method = read_string(attrs, S_METHOD)
+    if method is not None:
+        record["count_method"] = method
 
 
 def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -274,6 +280,15 @@ def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return block
 
 
+# _map_into's loop in C (_reads.c): _map, step for step, with the helpers above for what is rare.
+if c_reads is not None:
+    c_reads.setup_mapping((
+        plan_for, _rollup_or_not_call, detect_dialect, normalise_provider, _FOLDED, _savings, _optimizer,
+        gateway_keys, completeness, UNDECIDED, FALLBACK, _IGNORED, _IGNORED[IGNORE_NOT_MODEL_CALL], Mapped, Rejected,
+        BadValue, Plan, SpanView, S_REQUEST_ID, A_RESPONSE_ID, MAX_ID_CHARS,
+    ))
+
+
 def map_spans(spans: Iterable[SpanView], options: MappingOptions | None = None) -> BatchResult:
     """Map every span of a request; rejections and ignores counted by reason.
 
@@ -289,14 +304,17 @@ def _map_into(result: BatchResult, spans: Iterable[SpanView], opts: MappingOptio
     """Map ``spans`` with their shape plans, apply the counted-once rules, add the outcomes to ``result``."""
     plans, tenant_keys = _plans(opts), opts.tenant_attributes
     views = spans if isinstance(spans, list) else list(spans)
-    outcomes: list[SpanOutcome] = []
-    owns: list[bool] = []
-    for span in views:
-        plan = plans.get((span.scope_name, *span.attrs))  # plan_for's lookup, inline: a call less a span
-        if plan is None:
-            plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
-        outcomes.append(_map(span, opts, plan))
-        owns.append(plan.own)
+    mapped = None if c_reads is None else c_reads.map_all(views, plans, tenant_keys, opts.input_includes_cache)
+    if mapped is not None:  # the loop below, in C (_reads.c)
+        outcomes, owns = mapped
+    else:
+        outcomes, owns = [], []
+        for span in views:
+            plan = plans.get((span.scope_name, *span.attrs))  # plan_for's lookup, inline: a call less a span
+            if plan is None:
+                plan = plan_for(plans, span.attrs, span.scope_name, tenant_keys)
+            outcomes.append(_map(span, opts, plan))
+            owns.append(plan.own)
     correlate(views, outcomes, opts, owns)
     records = result.records
     for outcome in outcomes:

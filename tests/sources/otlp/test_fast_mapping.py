@@ -13,6 +13,7 @@ from one span and wrongly reused for another would show.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -37,12 +38,14 @@ from exporter.sources.otlp.attributes import (
     S_WOULD,
     BadValue,
     Unsupported,
-    first_string,
+    c_reads,
+    first_string_python,
     read_count,
     read_string,
 )
-from exporter.sources.otlp.blocks import COMPLETENESS_ORDER, completeness, usage_block
+from exporter.sources.otlp.blocks import COMPLETENESS_ORDER, completeness, usage_block, usage_block_python
 from exporter.sources.otlp.correlate import correlate
+from exporter.sources.otlp.correlator import SpanCorrelator
 from exporter.sources.otlp.decode import UndecodableRequest, _pb_value, parse_protobuf, spans_from_protobuf
 from exporter.sources.otlp.dialects import (
     DETECT_VALUE_KEYS,
@@ -61,6 +64,7 @@ from exporter.sources.otlp.mapping import (
     IGNORE_NOT_MODEL_CALL,
     PROVIDER_ALIASES,
     _optimizer,
+    _plans,
     _rollup_or_not_call,
     map_span,
     map_spans,
@@ -104,7 +108,7 @@ def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
         skip = _rollup_or_not_call(attrs)
         if skip is not None:
             return Ignored(skip)
-        model = first_string(attrs, MODEL_KEYS)
+        model = first_string_python(attrs, MODEL_KEYS)
         dialect = detect_dialect(attrs, span.scope_name)
         has_savings = S_BEFORE in attrs or S_AFTER in attrs or S_WOULD in attrs
         if model is None and dialect is None and not has_savings:
@@ -126,15 +130,15 @@ def reference_map_span(span: SpanView, opts: MappingOptions) -> SpanOutcome:
             record["request_id"] = request_id
         if model is not None:
             record["model"] = model
-        provider = first_string(attrs, PROVIDER_KEYS)
+        provider = first_string_python(attrs, PROVIDER_KEYS)
         if provider is not None:
             record["provider"] = reference_provider(provider)
         keys = opts.tenant_attributes
-        tenant = first_string(attrs, keys) or first_string(span.resource, keys)
+        tenant = first_string_python(attrs, keys) or first_string_python(span.resource, keys)
         if tenant is not None:
             record["tenant"] = tenant
         if dialect.usage is not None:
-            usage, flags = usage_block(dialect.usage(attrs), dialect, opts.input_includes_cache)
+            usage, flags = usage_block_python(dialect.usage(attrs), dialect, opts.input_includes_cache)
             assert flags == reference_flags(flags)
             if usage:
                 record["usage"] = usage
@@ -163,6 +167,7 @@ def reference_map_spans(spans: Iterable[SpanView], opts: MappingOptions) -> Batc
     result = BatchResult()
     spans = list(spans)
     outcomes = [reference_map_span(span, opts) for span in spans]
+    opts._memory["correlator"] = SpanCorrelator(native=False)  # the rules in Python, their glue too
     correlate(spans, outcomes, opts)  # each span's names scanned for llm_savings.*
     for outcome in outcomes:
         result.add(outcome)
@@ -245,6 +250,33 @@ def test_map_spans_with_correlation_equals_the_reference(spans: list[SpanView], 
     fast, slow = map_spans(spans, MappingOptions(**kw)), reference_map_spans(spans, MappingOptions(**kw))
     assert (fast.records, fast.rejected, fast.rejections, fast.ignored) == (
         slow.records, slow.rejected, slow.rejections, slow.ignored)
+
+
+@PROPERTY
+@given(shaped_spans(), st.sampled_from(range(len(SHARED))))
+def test_the_c_loop_maps_each_span_as_map_span(spans: list[SpanView], which: int) -> None:
+    """``_map_into``'s loop in C (``_reads.map_all``) against the Python ``_map`` of each span, with the
+    options' shared plans (some planned by the C loop, some by ``map_span`` before it)."""
+    if c_reads is None:
+        pytest.skip("_reads.c not built")
+    opts = SHARED[which]
+    mapped = c_reads.map_all(spans, _plans(opts), opts.tenant_attributes, opts.input_includes_cache)
+    assert mapped is not None
+    outcomes, owns = mapped
+    expected = [map_span(span, opts) for span in spans]
+    assert len(outcomes) == len(expected) and all(_same(a, b) for a, b in zip(outcomes, expected, strict=True)), (
+        spans, outcomes, expected)
+    assert owns == [any(key.startswith("llm_savings.") for key in span.attrs) for span in spans]
+
+
+def test_the_c_loop_leaves_views_of_another_kind_to_the_python_loop() -> None:
+    if c_reads is None:
+        pytest.skip("_reads.c not built")
+    view = SpanView({"gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 3}, {}, "", "ab" * 16, "01" * 8, 0, 5)
+    proxied = SpanView(MappingProxyType(dict(view.attrs)), {}, "", "ab" * 16, "02" * 8, 0, 5)  # type: ignore[arg-type]
+    assert c_reads.map_all([view, proxied], {}, (), None) is None
+    result = map_spans([view, proxied], MappingOptions())
+    assert [r["model"] for r in result.records] == ["m", "m"]
 
 
 _COUNT = st.none() | st.integers(0, 5000)
