@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exporter.sources.otlp.attributes import A_RESPONSE_ID
-from exporter.sources.otlp.correlator import Member, SpanCorrelator, native_loop
+from exporter.sources.otlp.correlator import Member, SpanCorrelator
 from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
@@ -26,8 +26,11 @@ from exporter.sources.otlp.spans import (
 
 IGNORE_SAME_CALL = "same_call"
 _SAME_CALL = Ignored(IGNORE_SAME_CALL)  # shared: the outcome is frozen
-_native = native_loop()
-if _native is not None:  # the C glue below makes these, and reads this attribute and this flag
+try:  # the glue below in C (_correlator.c, beside the rules' inner loop), when the install built it
+    from exporter.sources.otlp import _correlator as _native
+except ImportError:  # pragma: no cover - exercised by installs without a compiler
+    _native = None  # type: ignore[assignment]
+if _native is not None:  # it makes members and reads this attribute and this flag
     _native.setup(Member, Mapped, A_RESPONSE_ID, RESPONSE_CACHE_HIT)
 
 
@@ -112,10 +115,10 @@ def correlate(
     if correlator is None:
         return
     if correlator.native and type(views) is list and type(outcomes) is list and type(owns) is list:
-        links, members = _native.gather(views, outcomes, owns)  # the loop below, in C
-        if members:
-            correlator.resolve(links, members)
-            _native.apply(members, outcomes, _SAME_CALL)  # the loop at the end, in C
+        spans, calls = _native.gather(views, outcomes, owns)  # the loop below, in C
+        if calls:
+            correlator.resolve(spans, calls)
+            _native.apply(calls, outcomes, _SAME_CALL)  # the loop at the end, in C
         return
     links: list[tuple[str, str]] = []
     members: list[Member] = []

@@ -78,11 +78,6 @@ except ImportError:  # pragma: no cover - exercised by installs without a compil
 # Whether the C loop is in use by default; the Python code below decides the same, step for step.
 NATIVE = _native is not None
 
-
-def native_loop() -> Any:
-    """The C module (``_correlator.c``), None when the install did not build it."""
-    return _native
-
 MAX_DEPTH = 8
 MAX_ENTRIES = CORRELATION_MAX_ENTRIES
 
