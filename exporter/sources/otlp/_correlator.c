@@ -14,14 +14,42 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
-static PyObject *deque_type, *one;
+static PyObject *deque_type, *one, *minus_one;
 static PyObject *s_key, *s_parent_key, *s_dialect, *s_usage, *s_model, *s_end_ns, *s_response_id,
     *s_request_id, *s_family, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
 
 typedef struct {
     PyObject *family_of, *families, *parents, *pending, *seen_ids, *queues, *matched, *tolerance;
 } State;
+
+/* Member (setup()): a slots dataclass whose fields are read and written by their slots' offsets
+ * (no attribute lookup); any other object through its attributes. */
+enum { M_KEY, M_PARENT, M_DIALECT, M_USAGE, M_MODEL, M_END, M_RESPONSE_ID, M_REQUEST_ID, M_RANK, M_INDEX,
+       M_FAMILY, M_KEEP, M_SIZE };
+static const char *const MEMBER_FIELDS[M_SIZE] = {"key", "parent_key", "dialect", "usage", "model", "end_ns",
+                                                  "response_id", "request_id", "rank", "index", "family", "keep"};
+static PyTypeObject *member_class;
+static Py_ssize_t member_offsets[M_SIZE];
+static PyObject *member_names[M_SIZE];
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static PyObject *mget(PyObject *member, int field) {
+    if (Py_TYPE(member) == member_class) {
+        PyObject *value = SLOT(member, member_offsets[field]);
+        if (value != NULL) return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(member, member_names[field]);
+}
+
+static int mset(PyObject *member, int field, PyObject *value) {
+    if (Py_TYPE(member) == member_class) {
+        Py_XSETREF(SLOT(member, member_offsets[field]), Py_NewRef(value));
+        return 0;
+    }
+    return PyObject_SetAttr(member, member_names[field], value);
+}
 
 /* |a - b| > tolerance, as Python's ints give it (end times are up to 2**64 - 1). -1: error. */
 static int apart(PyObject *a, PyObject *b, PyObject *tolerance) {
@@ -258,8 +286,8 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
     PyObject *key = NULL, *usage = NULL, *parent_key = NULL, *family = NULL, *fingerprint = NULL,
              *response_id = NULL, *dialect = NULL, *end_ns = NULL, *held = NULL, *last = NULL, *cursor = NULL;
     *ncodes = 0;
-    if (!(key = PyObject_GetAttr(member, s_key)) || !(usage = PyObject_GetAttr(member, s_usage))
-        || !(response_id = PyObject_GetAttr(member, s_response_id))) goto done;
+    if (!(key = mget(member, M_KEY)) || !(usage = mget(member, M_USAGE))
+        || !(response_id = mget(member, M_RESPONSE_ID))) goto done;
     PyObject *again = PyDict_GetItemWithError(st->family_of, key);  /* borrowed */
     if (again == NULL && PyErr_Occurred()) goto done;
     if (again != NULL) {
@@ -272,7 +300,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
             else resent = PyObject_RichCompareBool(seen ? seen : Py_None, response_id, Py_EQ);
         }
         if (resent > 0) {
-            rc = PyObject_SetAttr(member, s_family, again);
+            rc = mset(member, M_FAMILY, again);
             Py_DECREF(again);
             goto done;
         }
@@ -280,7 +308,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         if (resent < 0) goto done;
     }
     /* (a) an ancestor seen before */
-    if (!(parent_key = PyObject_GetAttr(member, s_parent_key))) goto done;
+    if (!(parent_key = mget(member, M_PARENT))) goto done;
     cursor = Py_NewRef(parent_key);
     last = Py_NewRef(parent_key);
     for (int depth = 0; depth < 8; depth++) {
@@ -325,7 +353,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         if (some == 0) some = PyObject_IsTrue(PyTuple_GET_ITEM(usage, 3));
         if (some < 0) goto done;
         if (some) {
-            if (!(model = PyObject_GetAttr(member, s_model))) goto done;
+            if (!(model = mget(member, M_MODEL))) goto done;
             int named = PyObject_IsTrue(model);
             if (named > 0) {
                 PyObject *lowered = PyObject_CallMethodNoArgs(model, s_lower);
@@ -341,7 +369,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         }
     }
     int has_id = response_id != Py_None;
-    if (!(dialect = PyObject_GetAttr(member, s_dialect)) || !(end_ns = PyObject_GetAttr(member, s_end_ns))) goto done;
+    if (!(dialect = mget(member, M_DIALECT)) || !(end_ns = mget(member, M_END))) goto done;
     codes[(*ncodes)++] = 'M';
     if (family == NULL && fingerprint != NULL) {
         held = PyDict_GetItemWithError(st->queues, fingerprint);
@@ -353,7 +381,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         }
     }
     if (family == NULL) {
-        PyObject *request_id = PyObject_GetAttr(member, s_request_id);
+        PyObject *request_id = mget(member, M_REQUEST_ID);
         if (request_id == NULL) goto done;
         family = PyNumber_Add(*next, one);
         PyObject *info = family ? PyTuple_Pack(3, request_id, usage, Py_False) : NULL;
@@ -385,7 +413,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
             if (!ok) goto done;
         }
     }
-    if (PyObject_SetAttr(member, s_family, family) < 0 || PyDict_SetItem(st->family_of, key, family) < 0) goto done;
+    if (mset(member, M_FAMILY, family) < 0 || PyDict_SetItem(st->family_of, key, family) < 0) goto done;
     if (has_id) {
         if (PyDict_SetItem(st->seen_ids, key, response_id) < 0) goto done;
     } else if (PyDict_GET_SIZE(st->seen_ids)) {
@@ -613,12 +641,21 @@ static PyObject *make_member(PyObject *view, PyObject *record, PyObject *usage, 
     int complete = PyObject_IsTrue(flags);
     if (complete < 0) goto done;
     if (complete) {  /* flags: no flag but the cache hit */
-        Py_ssize_t size = PyObject_Size(flags);
-        PyObject *hits = size < 0 ? NULL : PyObject_CallMethod(flags, "count", "O", cache_hit);
-        if (hits == NULL) goto done;
-        Py_ssize_t count = PyLong_AsSsize_t(hits);
-        Py_DECREF(hits);
-        if (count == -1 && PyErr_Occurred()) goto done;
+        Py_ssize_t size = PyObject_Size(flags), count = 0;
+        if (size < 0) goto done;
+        if (PyList_CheckExact(flags)) {  /* the mapping's: counted here */
+            for (Py_ssize_t i = 0; i < size && count == i; i++) {
+                int hit = PyObject_RichCompareBool(PyList_GET_ITEM(flags, i), cache_hit, Py_EQ);
+                if (hit < 0) goto done;
+                count += hit;
+            }
+        } else {
+            PyObject *hits = PyObject_CallMethod(flags, "count", "O", cache_hit);
+            if (hits == NULL) goto done;
+            count = PyLong_AsSsize_t(hits);
+            Py_DECREF(hits);
+            if (count == -1 && PyErr_Occurred()) goto done;
+        }
         complete = count == size;
     } else {
         complete = 1;
@@ -634,8 +671,15 @@ static PyObject *make_member(PyObject *view, PyObject *record, PyObject *usage, 
     if (split < 0 || !(request_id = get(record, k_request_id, Py_None))) goto done;
     rank = PyTuple_Pack(3, complete ? one : zero, split ? one : zero, response_id != Py_None ? one : zero);
     if (rank == NULL || !(position = PyLong_FromSsize_t(index))) goto done;
-    PyObject *call[10] = {key, parent_key, dialect, numbers, model, end, response_id, request_id, rank, position};
-    out = PyObject_Vectorcall(member_type, call, 10, NULL);
+    PyObject *values[M_SIZE] = {key, parent_key, dialect, numbers, model, end, response_id, request_id, rank,
+                                position, minus_one, Py_True};  /* family and keep: their defaults */
+    if (member_class == NULL) {  /* not a slots class: its __init__ */
+        out = PyObject_Vectorcall(member_type, values, 10, NULL);
+        goto done;
+    }
+    out = member_class->tp_alloc(member_class, 0);
+    if (out == NULL) goto done;
+    for (int i = 0; i < M_SIZE; i++) SLOT(out, member_offsets[i]) = Py_NewRef(values[i]);
 done:
     Py_XDECREF(flags);
     Py_XDECREF(attrs);
@@ -752,7 +796,7 @@ static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t 
     PyObject *members = PySequence_Fast(args[1], "members: a sequence");
     if (members == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
-        PyObject *key = PyObject_GetAttr(PySequence_Fast_GET_ITEM(members, i), s_key);
+        PyObject *key = mget(PySequence_Fast_GET_ITEM(members, i), M_KEY);
         int rc = key == NULL ? -1 : PySet_Add(model_keys, key);
         Py_XDECREF(key);
         if (rc < 0) {
@@ -800,9 +844,9 @@ static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     PyObject *outcomes = args[1], *same_call = args[2];
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
         PyObject *member = PySequence_Fast_GET_ITEM(members, i);
-        PyObject *keep = PyObject_GetAttr(member, s_keep), *index = NULL, *request_id = NULL, *record = NULL;
+        PyObject *keep = mget(member, M_KEEP), *index = NULL, *request_id = NULL, *record = NULL;
         int rc = -1;
-        if (keep == NULL || !(index = PyObject_GetAttr(member, s_index))) goto next;
+        if (keep == NULL || !(index = mget(member, M_INDEX))) goto next;
         Py_ssize_t at = PyLong_AsSsize_t(index);
         if (at == -1 && PyErr_Occurred()) goto next;
         int kept = PyObject_IsTrue(keep);
@@ -811,7 +855,7 @@ static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             rc = PyList_SetItem(outcomes, at, Py_NewRef(same_call));
             goto next;
         }
-        if (!(request_id = PyObject_GetAttr(member, s_request_id))) goto next;
+        if (!(request_id = mget(member, M_REQUEST_ID))) goto next;
         if (request_id == Py_None) {
             rc = 0;
             goto next;
@@ -837,6 +881,19 @@ static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 static PyObject *setup(PyObject *module, PyObject *args) {
     PyObject *member, *mapped, *key, *hit;
     if (!PyArg_ParseTuple(args, "OOUU", &member, &mapped, &key, &hit)) return NULL;
+    Py_ssize_t offsets[M_SIZE];
+    int slots = PyType_Check(member) && ((PyTypeObject *)member)->tp_dictoffset == 0;
+    for (int i = 0; slots && i < M_SIZE; i++) {  /* Member's own slots, each an object */
+        PyObject *descr = PyObject_GetAttrString(member, MEMBER_FIELDS[i]);
+        if (descr == NULL) return NULL;
+        slots = Py_IS_TYPE(descr, &PyMemberDescr_Type)
+                && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX
+                && PyType_IsSubtype((PyTypeObject *)member, PyDescr_TYPE(descr));
+        if (slots) offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+    }
+    if (slots) memcpy(member_offsets, offsets, sizeof offsets);
+    Py_XSETREF(member_class, slots ? (PyTypeObject *)Py_NewRef(member) : NULL);
     Py_XSETREF(member_type, Py_NewRef(member));
     Py_XSETREF(mapped_type, Py_NewRef(mapped));
     Py_XSETREF(a_response_id, Py_NewRef(key));
@@ -869,7 +926,12 @@ PyMODINIT_FUNC PyInit__correlator(void) {
     if (deque_type == NULL) return NULL;
     one = PyLong_FromLong(1);
     zero = PyLong_FromLong(0);
-    if (one == NULL || zero == NULL) return NULL;
+    minus_one = PyLong_FromLong(-1);
+    if (one == NULL || zero == NULL || minus_one == NULL) return NULL;
+    for (int i = 0; i < M_SIZE; i++) {
+        member_names[i] = PyUnicode_InternFromString(MEMBER_FIELDS[i]);
+        if (member_names[i] == NULL) return NULL;
+    }
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_key, "key"}, {&s_parent_key, "parent_key"}, {&s_dialect, "dialect"}, {&s_usage, "usage"},
         {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_response_id, "response_id"},
