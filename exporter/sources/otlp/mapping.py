@@ -78,6 +78,7 @@ from exporter.sources.otlp.attributes import (
 )
 from exporter.sources.otlp.blocks import completeness, usage_block
 from exporter.sources.otlp.correlate import IGNORE_SAME_CALL, correlate
+from exporter.sources.otlp.correlator import NATIVE
 from exporter.sources.otlp.decode import (
     UndecodableRequest,
     load_json,
@@ -281,6 +282,8 @@ def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # _map_into's loop in C (_reads.c): _map, step for step, with the helpers above for what is rare.
+# "c" when it and the counted-once rules' inner loop (_correlator.c) are built, else "python".
+MAPPING_LOOP = "c" if c_reads is not None and NATIVE else "python"
 if c_reads is not None:
     c_reads.setup_mapping((
         plan_for, _rollup_or_not_call, detect_dialect, normalise_provider, _FOLDED, _savings, _optimizer,
@@ -374,6 +377,7 @@ def map_json_typed(body: bytes, options: MappingOptions | None = None) -> tuple[
 
 __all__ = [
     "IGNORE_REASONS",
+    "MAPPING_LOOP",
     "BatchResult",
     "Ignored",
     "Mapped",

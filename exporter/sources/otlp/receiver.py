@@ -23,7 +23,7 @@ from typing import Any
 
 from exporter.sources.otlp.correlate import evicted_early
 from exporter.sources.otlp.decode import PROTOBUF_VIEWS
-from exporter.sources.otlp.mapping import BatchResult, MappingOptions
+from exporter.sources.otlp.mapping import MAPPING_LOOP, BatchResult, MappingOptions
 from exporter.sources.otlp.server import REFUSAL_REASONS, TRACES_PATH, TraceServer
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,8 @@ class OtlpReceiver:
         ]
         for thread in self._threads:
             thread.start()
-        log.info("OTLP/HTTP receiver listening on %s (protobuf views: %s)", self.url, PROTOBUF_VIEWS)
+        log.info("OTLP/HTTP receiver listening on %s (protobuf views: %s, mapping: %s)", self.url, PROTOBUF_VIEWS,
+                 MAPPING_LOOP)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop accepting, deliver what is queued, then return."""
