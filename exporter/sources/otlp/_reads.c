@@ -329,9 +329,11 @@ static PyObject *bind(PyObject *module, PyObject *args) {
 
 /* setup_mapping(kit): the mapping's classes, helpers and names, once (mapping.py gives them). */
 enum {
-    K_PLAN_FOR, K_ROLLUP, K_DETECT, K_NORMALISE, K_FOLDED, K_SAVINGS, K_OPTIMIZER, K_GATEWAY, K_COMPLETENESS,
+    K_PLAN_FOR, K_DETECT, K_NORMALISE, K_FOLDED, K_SAVINGS, K_OPTIMIZER, K_GATEWAY, K_COMPLETENESS,
     K_UNDECIDED, K_FALLBACK, K_IGNORED, K_IGNORED_NOT_CALL, K_MAPPED, K_REJECTED, K_BAD_VALUE, K_PLAN,
-    K_VIEW, K_S_REQUEST_ID, K_A_RESPONSE_ID, K_MAX_ID_CHARS, K_SIZE
+    K_VIEW, K_S_REQUEST_ID, K_A_RESPONSE_ID, K_MAX_ID_CHARS, K_A_OPERATION, K_A_OI_KIND, K_A_AGENT_NAME,
+    K_A_PAI_AGENT_NAME, K_AGGREGATE_OPERATIONS, K_OI_MODEL_KINDS, K_OI_ROLLUP_KINDS, K_IGNORED_ROLLUP,
+    K_COMPLETENESS_ORDER, K_KNOWN_FLAGS, K_CACHE_HIT, K_SIZE
 };
 static PyObject *kit[K_SIZE];
 static const char *const PLAN_FIELDS[] = {"rollup", "model_keys", "provider_keys", "tenant_keys", "dialect",
@@ -420,19 +422,70 @@ static int set_item(PyObject *record, PyObject *key, PyObject *value) {
     return rc;
 }
 
+/* mapping._rollup_or_not_call: the shared Ignored of a roll-up or a non-model kind, Py_None when
+ * the span is neither (new references). */
+static PyObject *rollup_or_not_call(PyObject *attrs) {
+    PyObject *operation = PyDict_GetItemWithError(attrs, kit[K_A_OPERATION]);  /* borrowed */
+    if (operation == NULL && PyErr_Occurred()) return NULL;
+    if (operation != NULL && operation != Py_None && PyUnicode_Check(operation)) {
+        int aggregate = PySet_Contains(kit[K_AGGREGATE_OPERATIONS], operation);
+        if (aggregate < 0) return NULL;
+        if (aggregate) return Py_NewRef(kit[K_IGNORED_ROLLUP]);
+    }
+    PyObject *kind = PyDict_GetItemWithError(attrs, kit[K_A_OI_KIND]);
+    if (kind == NULL && PyErr_Occurred()) return NULL;
+    if (kind != NULL && PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) > 0) {
+        PyObject *upper = PyObject_CallMethod(kind, "upper", NULL);
+        if (upper == NULL) return NULL;
+        int model = PySet_Contains(kit[K_OI_MODEL_KINDS], upper);
+        int rollup = model == 0 ? PySet_Contains(kit[K_OI_ROLLUP_KINDS], upper) : 0;
+        Py_DECREF(upper);
+        if (model < 0 || rollup < 0) return NULL;
+        if (!model) return Py_NewRef(rollup ? kit[K_IGNORED_ROLLUP] : kit[K_IGNORED_NOT_CALL]);
+    }
+    if (operation == NULL || operation == Py_None) {
+        int agent = PyDict_Contains(attrs, kit[K_A_AGENT_NAME]);
+        if (agent == 0) agent = PyDict_Contains(attrs, kit[K_A_PAI_AGENT_NAME]);
+        if (agent < 0) return NULL;
+        if (agent) return Py_NewRef(kit[K_IGNORED_ROLLUP]);
+    }
+    return Py_NewRef(Py_None);
+}
+
+/* blocks.completeness of usage_block's flags (a list of str): at most one completeness flag, in
+ * COMPLETENESS_ORDER, and the cache hit. */
+static PyObject *completeness_of(PyObject *flags) {
+    if (!PyList_CheckExact(flags)) return call1(kit[K_COMPLETENESS], flags);
+    Py_ssize_t n = PyList_GET_SIZE(flags);
+    if (n == 1) {
+        int known = PySet_Contains(kit[K_KNOWN_FLAGS], PyList_GET_ITEM(flags, 0));
+        if (known < 0) return NULL;
+        if (known) return PyList_GetSlice(flags, 0, 1);
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    PyObject *order = kit[K_COMPLETENESS_ORDER];
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(order); i++) {
+        int in = PySequence_Contains(flags, PyTuple_GET_ITEM(order, i));
+        if (in < 0 || (in && PyList_Append(out, PyTuple_GET_ITEM(order, i)) < 0)) goto fail;
+        if (in) break;
+    }
+    int hit = PySequence_Contains(flags, kit[K_CACHE_HIT]);
+    if (hit < 0 || (hit && PyList_Append(out, kit[K_CACHE_HIT]) < 0)) goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* mapping._map of one span given its plan: Mapped, Ignored, or Rejected for a BadValue. */
 static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObject *tenant_attributes) {
     PyObject *attrs = SLOT(span, view_offsets[V_ATTRS]);
     PyObject *record = NULL, *model = NULL, *dialect = NULL, *counts = NULL, *end = NULL, *out = NULL;
     if (SLOT(plan, plan_offsets[P_ROLLUP]) == Py_True) {
-        PyObject *skip = call1(kit[K_ROLLUP], attrs);
+        PyObject *skip = rollup_or_not_call(attrs);
         if (skip == NULL) goto error;
-        if (skip != Py_None) {  /* the shared Ignored of that reason */
-            PyObject *ignored = PyDict_GetItemWithError(kit[K_IGNORED], skip);
-            if (ignored == NULL && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, skip);
-            Py_DECREF(skip);
-            return ignored ? Py_NewRef(ignored) : NULL;
-        }
+        if (skip != Py_None) return skip;
         Py_DECREF(skip);
     }
     PyObject *keys = SLOT(plan, plan_offsets[P_MODEL]);
@@ -535,7 +588,7 @@ static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObj
         int some = PyObject_IsTrue(usage);
         if (some > 0) some = PyDict_SetItem(record, k_usage, usage) < 0 ? -1 : 1;
         if (some >= 0) some = PyObject_IsTrue(flags);
-        if (some > 0) some = set_item(record, k_source_flags, call1(kit[K_COMPLETENESS], flags)) < 0 ? -1 : 1;
+        if (some > 0) some = set_item(record, k_source_flags, completeness_of(flags)) < 0 ? -1 : 1;
         Py_DECREF(block);
         if (some < 0) goto error;
     }

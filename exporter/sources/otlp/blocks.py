@@ -98,7 +98,7 @@ COMPLETENESS_ORDER = (
 )
 
 
-_KNOWN = frozenset(SOURCE_FLAGS)
+KNOWN_FLAGS = _KNOWN = frozenset(SOURCE_FLAGS)
 
 
 def completeness(flags: list[str]) -> list[str]:
@@ -112,4 +112,4 @@ def completeness(flags: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["COMPLETENESS_ORDER", "completeness", "usage_block", "usage_block_python"]
+__all__ = ["COMPLETENESS_ORDER", "KNOWN_FLAGS", "completeness", "usage_block", "usage_block_python"]

@@ -76,7 +76,7 @@ from exporter.sources.otlp.attributes import (
     read_count,
     read_string,
 )
-from exporter.sources.otlp.blocks import completeness, usage_block
+from exporter.sources.otlp.blocks import COMPLETENESS_ORDER, KNOWN_FLAGS, completeness, usage_block
 from exporter.sources.otlp.correlate import IGNORE_SAME_CALL, correlate
 from exporter.sources.otlp.correlator import NATIVE
 from exporter.sources.otlp.decode import (
@@ -88,7 +88,7 @@ from exporter.sources.otlp.decode import (
     views_of_protobuf,
 )
 from exporter.sources.otlp.dialects import FALLBACK, detect_dialect
-from exporter.sources.otlp.dialects.base import UsageCounts, read_counts
+from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT, UsageCounts, read_counts
 from exporter.sources.otlp.gateway import gateway_keys
 from exporter.sources.otlp.json_typed import typed_spans
 from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
@@ -286,9 +286,12 @@ def _optimizer(attrs: Mapping[str, Any]) -> dict[str, Any]:
 MAPPING_LOOP = "c" if c_reads is not None and NATIVE else "python"
 if c_reads is not None:
     c_reads.setup_mapping((
-        plan_for, _rollup_or_not_call, detect_dialect, normalise_provider, _FOLDED, _savings, _optimizer,
+        plan_for, detect_dialect, normalise_provider, _FOLDED, _savings, _optimizer,
         gateway_keys, completeness, UNDECIDED, FALLBACK, _IGNORED, _IGNORED[IGNORE_NOT_MODEL_CALL], Mapped, Rejected,
         BadValue, Plan, SpanView, S_REQUEST_ID, A_RESPONSE_ID, MAX_ID_CHARS,
+        # _rollup_or_not_call's names and sets, and completeness's order, for their C twins
+        A_OPERATION, A_OI_KIND, A_AGENT_NAME, A_PAI_AGENT_NAME, _AGGREGATE_OPERATIONS, _OI_MODEL_KINDS,
+        _OI_ROLLUP_KINDS, _IGNORED[IGNORE_AGENT_ROLLUP], COMPLETENESS_ORDER, KNOWN_FLAGS, RESPONSE_CACHE_HIT,
     ))
 
 
@@ -319,10 +322,13 @@ def _map_into(result: BatchResult, spans: Iterable[SpanView], opts: MappingOptio
             outcomes.append(_map(span, opts, plan))
             owns.append(plan.own)
     correlate(views, outcomes, opts, owns)
-    records = result.records
-    for outcome in outcomes:
-        if type(outcome) is Mapped:  # BatchResult.add's common case, inline
+    records, ignored = result.records, result.ignored
+    for outcome in outcomes:  # BatchResult.add's common cases, inline
+        kind = type(outcome)
+        if kind is Mapped:
             records.append(outcome.record)
+        elif kind is Ignored:
+            ignored[outcome.reason] += 1
         else:
             result.add(outcome)
 

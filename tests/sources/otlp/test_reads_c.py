@@ -128,3 +128,36 @@ def test_the_c_reads_are_the_ones_the_mapping_uses() -> None:
     assert used["first_string"] is attributes.first_string is c_reads.first_string
     assert used["read_counts"] is base.read_counts is c_reads.read_counts
     assert used["usage_block"] is blocks.usage_block is c_reads.usage_block
+
+
+LITELLM_USAGE = st.sampled_from([
+    None, "not a dict", "{'prompt_tokens': 30, 'completion_tokens': 4}",
+    "{'prompt_tokens': 30, 'completion_tokens': 4, 'prompt_tokens_details': {'cached_tokens': 10}}",
+    "{'prompt_tokens': 30, 'completion_tokens': 4, 'cache_creation_input_tokens': 6}",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([True, False, "true", "TRUE", None]), LITELLM_USAGE,
+                          st.dictionaries(st.sampled_from(["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+                                                           "gen_ai.usage.cache_read_input_tokens",
+                                                           "gen_ai.usage.cache_creation_input_tokens"]),
+                                          st.integers(0, 50), max_size=4)), min_size=1, max_size=6))
+def test_the_c_loop_flags_litellm_cache_hits_as_map_span(drawn: list[tuple[Any, str | None, dict[str, int]]]) -> None:
+    """The flags a dialect gives (LiteLLM's response-cache hit, its unparsed usage object) through the C
+    loop's completeness, against ``map_span``: the random spans of test_fast_mapping seldom carry them."""
+    from exporter.sources.otlp.mapping import _plans, map_span
+    from exporter.sources.otlp.spans import MappingOptions, SpanView
+
+    views = []
+    for n, (hit, usage, counts) in enumerate(drawn):
+        attrs: dict[str, Any] = {"litellm.call_id": f"call-{n}", "gen_ai.request.model": "gpt-4o", **counts}
+        if hit is not None:
+            attrs["litellm.cache_hit"] = hit
+        if usage is not None:
+            attrs["metadata.usage_object"] = usage
+        views.append(SpanView(attrs, {}, "litellm", "ab" * 16, f"{n + 1:016x}", 0, 10**18))
+    options = MappingOptions()
+    mapped = c_reads.map_all(views, _plans(options), options.tenant_attributes, options.input_includes_cache)
+    assert mapped is not None
+    assert mapped[0] == [map_span(view, options) for view in views]
