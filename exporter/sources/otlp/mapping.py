@@ -92,6 +92,7 @@ from exporter.sources.otlp.dialects.base import RESPONSE_CACHE_HIT, UsageCounts,
 from exporter.sources.otlp.gateway import gateway_keys
 from exporter.sources.otlp.json_typed import typed_spans
 from exporter.sources.otlp.plan import UNDECIDED, Plan, plan_for
+from exporter.sources.otlp.providers import _FOLDED, PROVIDER_ALIASES, normalise_provider
 from exporter.sources.otlp.spans import (
     DEFAULT_OPTIONS,
     BatchResult,
@@ -115,49 +116,11 @@ _AGGREGATE_OPERATIONS = frozenset(
 _OI_MODEL_KINDS = frozenset({"LLM", "EMBEDDING"})
 _OI_ROLLUP_KINDS = frozenset({"AGENT", "CHAIN"})
 
-# Semconv / instrumentation provider names -> the price table's families.
-PROVIDER_ALIASES: dict[str, str] = {
-    "aws.bedrock": "bedrock",
-    "aws": "bedrock",
-    "bedrock": "bedrock",
-    "gcp.gemini": "google",
-    "gcp.vertex_ai": "google",
-    "gcp.gen_ai": "google",
-    "gemini": "google",
-    "vertex_ai": "google",
-    "vertexai": "google",
-    "google.ai.studio": "google",
-    "google": "google",
-    "az.ai.openai": "azure",
-    "azure.ai.openai": "azure",
-    "az.ai.inference": "azure",
-    "azure.ai.inference": "azure",
-    "azure": "azure",
-    "mistral_ai": "mistral",
-    "mistralai": "mistral",
-    "x_ai": "xai",
-    "x-ai": "xai",
-}
-
 _SAVINGS_FIELDS = (
     (S_BEFORE, "tokens_before"),
     (S_AFTER, "tokens_after"),
     (S_WOULD, "would_have_saved"),
 )
-
-
-_FOLDED: dict[str, str] = {}  # provider name as sent -> folded; bounded (clients choose the names)
-_MAX_FOLDED = 4096
-
-
-def normalise_provider(name: str) -> str:
-    folded = _FOLDED.get(name)
-    if folded is None:
-        lowered = name.strip().lower()
-        folded = PROVIDER_ALIASES.get(lowered, lowered)
-        if len(_FOLDED) < _MAX_FOLDED:
-            _FOLDED[name] = folded
-    return folded
 
 
 def _rollup_or_not_call(attrs: Mapping[str, Any]) -> str | None:
@@ -384,6 +347,7 @@ def map_json_typed(body: bytes, options: MappingOptions | None = None) -> tuple[
 __all__ = [
     "IGNORE_REASONS",
     "MAPPING_LOOP",
+    "PROVIDER_ALIASES",
     "BatchResult",
     "Ignored",
     "Mapped",
