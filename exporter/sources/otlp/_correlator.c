@@ -51,6 +51,18 @@ static int mset(PyObject *member, int field, PyObject *value) {
     return PyObject_SetAttr(member, member_names[field], value);
 }
 
+/* ``tuple`` untracked by the collector when it holds no tracked object, as a collection would do on
+ * its first pass over it: the memory's tuples are never in a cycle, and tens of thousands of them
+ * live in the memory, so this spares the young collections walking them. */
+static PyObject *atoms(PyObject *tuple) {
+    if (tuple == NULL || !PyObject_GC_IsTracked(tuple)) return tuple;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
+        if (PyObject_GC_IsTracked(PyTuple_GET_ITEM(tuple, i))) return tuple;
+    }
+    PyObject_GC_UnTrack(tuple);
+    return tuple;
+}
+
 /* |a - b| > tolerance, as Python's ints give it (end times are up to 2**64 - 1). -1: error. */
 static int apart(PyObject *a, PyObject *b, PyObject *tolerance) {
     long long x, y, t, d;
@@ -358,8 +370,8 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
             if (named > 0) {
                 PyObject *lowered = PyObject_CallMethodNoArgs(model, s_lower);
                 if (lowered != NULL) {
-                    fingerprint = PyTuple_Pack(5, lowered, PyTuple_GET_ITEM(usage, 0), PyTuple_GET_ITEM(usage, 1),
-                                               PyTuple_GET_ITEM(usage, 2), PyTuple_GET_ITEM(usage, 3));
+                    fingerprint = atoms(PyTuple_Pack(5, lowered, PyTuple_GET_ITEM(usage, 0), PyTuple_GET_ITEM(usage, 1),
+                                                     PyTuple_GET_ITEM(usage, 2), PyTuple_GET_ITEM(usage, 3)));
                     Py_DECREF(lowered);
                 }
                 if (fingerprint == NULL) named = -1;
@@ -384,15 +396,15 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         PyObject *request_id = mget(member, M_REQUEST_ID);
         if (request_id == NULL) goto done;
         family = PyNumber_Add(*next, one);
-        PyObject *info = family ? PyTuple_Pack(3, request_id, usage, Py_False) : NULL;
+        PyObject *info = family ? atoms(PyTuple_Pack(3, request_id, usage, Py_False)) : NULL;
         Py_DECREF(request_id);
         int ok = info && PyDict_SetItem(st->families, family, info) == 0;
         Py_XDECREF(info);
         if (!ok) goto done;
         Py_SETREF(*next, Py_NewRef(family));
         if (fingerprint != NULL) {
-            PyObject *entry = PyTuple_Pack(5, dialect, end_ns, family, has_id ? Py_True : Py_False, family);
-            PyObject *pair = entry ? PyTuple_Pack(2, fingerprint, entry) : NULL;
+            PyObject *entry = atoms(PyTuple_Pack(5, dialect, end_ns, family, has_id ? Py_True : Py_False, family));
+            PyObject *pair = entry ? atoms(PyTuple_Pack(2, fingerprint, entry)) : NULL;
             ok = pair && add(st, fingerprint, entry, held) == 0 && PyList_Append(prints, pair) == 0;
             Py_XDECREF(entry);
             Py_XDECREF(pair);
@@ -407,7 +419,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
             goto done;
         }
         if (PyTuple_GET_ITEM(known, 1) == Py_None) {
-            PyObject *info = PyTuple_Pack(3, PyTuple_GET_ITEM(known, 0), usage, PyTuple_GET_ITEM(known, 2));
+            PyObject *info = atoms(PyTuple_Pack(3, PyTuple_GET_ITEM(known, 0), usage, PyTuple_GET_ITEM(known, 2)));
             int ok = info && PyDict_SetItem(st->families, family, info) == 0;
             Py_XDECREF(info);
             if (!ok) goto done;
@@ -620,7 +632,7 @@ static PyObject *usage_numbers(PyObject *usage) {
         if (sum == NULL || !(n[0] = PyNumber_Add(sum, n[2]))) goto done;
     }
     if (!(n[3] = get(usage, openai ? k_completion : k_output, Py_None)) || !(n[3] = or_else(n[3], zero))) goto done;
-    out = PyTuple_Pack(4, n[0], n[1], n[2], n[3]);
+    out = atoms(PyTuple_Pack(4, n[0], n[1], n[2], n[3]));
 done:
     for (int i = 0; i < 4; i++) Py_XDECREF(n[i]);
     Py_XDECREF(details);
@@ -669,7 +681,7 @@ static PyObject *make_member(PyObject *view, PyObject *record, PyObject *usage, 
     }
     int split = PySequence_Contains(usage, k_creation);
     if (split < 0 || !(request_id = get(record, k_request_id, Py_None))) goto done;
-    rank = PyTuple_Pack(3, complete ? one : zero, split ? one : zero, response_id != Py_None ? one : zero);
+    rank = atoms(PyTuple_Pack(3, complete ? one : zero, split ? one : zero, response_id != Py_None ? one : zero));
     if (rank == NULL || !(position = PyLong_FromSsize_t(index))) goto done;
     PyObject *values[M_SIZE] = {key, parent_key, dialect, numbers, model, end, response_id, request_id, rank,
                                 position, minus_one, Py_True};  /* family and keep: their defaults */
@@ -728,7 +740,7 @@ static PyObject *gather(PyObject *module, PyObject *const *args, Py_ssize_t narg
         int has_parent = PyObject_IsTrue(parent);
         if (has_parent < 0) goto next;
         parent_key = has_parent ? joined(trace, parent) : Py_NewRef(s_empty);
-        if (parent_key == NULL || !(link = PyTuple_Pack(2, key, parent_key)) || PyList_Append(links, link) < 0) goto next;
+        if (parent_key == NULL || !(link = atoms(PyTuple_Pack(2, key, parent_key))) || PyList_Append(links, link) < 0) goto next;
         PyObject *outcome = PyList_GET_ITEM(outcomes, i);
         if ((PyObject *)Py_TYPE(outcome) == mapped_type) {
             PyObject *record = PyObject_GetAttr(outcome, s_record);
