@@ -285,6 +285,25 @@ done:
     return rc;
 }
 
+/* model.lower(), remembered for up to LOWERED names of up to 256 characters (clients choose them; a
+ * longer one is lowered each time). A new reference. */
+#define LOWERED 4096
+static PyObject *lowered_names;
+
+static PyObject *lowered_name(PyObject *model) {
+    if (PyUnicode_CheckExact(model)) {
+        PyObject *known = PyDict_GetItemWithError(lowered_names, model);
+        if (known != NULL) return Py_NewRef(known);
+        if (PyErr_Occurred()) return NULL;
+    }
+    PyObject *lowered = PyObject_CallMethodNoArgs(model, s_lower);
+    if (lowered != NULL && PyUnicode_CheckExact(model) && PyUnicode_GET_LENGTH(model) <= 256
+        && PyDict_GET_SIZE(lowered_names) < LOWERED && PyDict_SetItem(lowered_names, model, lowered) < 0) {
+        Py_CLEAR(lowered);
+    }
+    return lowered;
+}
+
 /* True when ``value`` is a non-empty str (the Python code's ``if cursor``), -1 on error. */
 static int present(PyObject *value) {
     if (PyUnicode_CheckExact(value)) return PyUnicode_GET_LENGTH(value) > 0;
@@ -368,7 +387,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
             if (!(model = mget(member, M_MODEL))) goto done;
             int named = PyObject_IsTrue(model);
             if (named > 0) {
-                PyObject *lowered = PyObject_CallMethodNoArgs(model, s_lower);
+                PyObject *lowered = lowered_name(model);
                 if (lowered != NULL) {
                     fingerprint = atoms(PyTuple_Pack(5, lowered, PyTuple_GET_ITEM(usage, 0), PyTuple_GET_ITEM(usage, 1),
                                                      PyTuple_GET_ITEM(usage, 2), PyTuple_GET_ITEM(usage, 3)));
@@ -889,6 +908,108 @@ static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* choose(families, members): SpanCorrelator._choose - per family, the best member of this request is
+ * kept unless the family was emitted; every member gets the family's request id. */
+static PyObject *choose(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "choose(families: dict, members)");
+        return NULL;
+    }
+    PyObject *families = args[0], *result = NULL, *family = NULL;
+    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    PyObject *first = PyDict_New(), *more = PyDict_New();  /* family -> its first member; -> all, when several */
+    if (members == NULL || first == NULL || more == NULL) goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
+        PyObject *member = PySequence_Fast_GET_ITEM(members, i);
+        Py_XSETREF(family, mget(member, M_FAMILY));
+        if (family == NULL) goto done;
+        PyObject *earlier = PyDict_GetItemWithError(first, family);
+        if (earlier == NULL) {
+            if (PyErr_Occurred() || PyDict_SetItem(first, family, member) < 0) goto done;
+            continue;
+        }
+        PyObject *group = PyDict_GetItemWithError(more, family);
+        if (group == NULL) {
+            if (PyErr_Occurred()) goto done;
+            group = PyList_New(0);
+            int rc = group == NULL || PyList_Append(group, earlier) < 0 || PyDict_SetItem(more, family, group) < 0;
+            Py_XDECREF(group);
+            if (rc) goto done;
+        }
+        if (PyList_Append(group, member) < 0) goto done;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *id, *member;
+    while (PyDict_Next(first, &pos, &id, &member)) {
+        PyObject *known = PyDict_GetItemWithError(families, id);  /* (request id, usage, emitted) */
+        if (known == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, id);
+            goto done;
+        }
+        Py_INCREF(known);
+        int emitted = PyObject_IsTrue(PyTuple_GET_ITEM(known, 2)), rc = emitted < 0 ? -1 : 0;
+        PyObject *group = rc ? NULL : PyDict_GetItemWithError(more, id);
+        if (group == NULL && PyErr_Occurred()) rc = -1;
+        if (rc == 0 && group == NULL) {  /* the common case: one member */
+            if (emitted) {
+                rc = mset(member, M_REQUEST_ID, PyTuple_GET_ITEM(known, 0));
+            } else {
+                PyObject *own = mget(member, M_REQUEST_ID);
+                PyObject *info = own ? atoms(PyTuple_Pack(3, own, PyTuple_GET_ITEM(known, 1), Py_True)) : NULL;
+                rc = info == NULL ? -1 : PyDict_SetItem(families, id, info);
+                Py_XDECREF(own);
+                Py_XDECREF(info);
+            }
+        } else if (rc == 0 && emitted) {  /* counted as duplicates by the pipeline's dedupe */
+            for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(group); j++) {
+                rc = mset(PyList_GET_ITEM(group, j), M_REQUEST_ID, PyTuple_GET_ITEM(known, 0));
+            }
+        } else if (rc == 0) {
+            /* the best by rank (the first of equals), and the request id of the first with a response id
+             * unless the best has one */
+            PyObject *best = PyList_GET_ITEM(group, 0), *with_id = NULL, *best_rank = mget(best, M_RANK);
+            rc = best_rank == NULL ? -1 : 0;
+            for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(group); j++) {
+                PyObject *candidate = PyList_GET_ITEM(group, j);
+                PyObject *rank = j ? mget(candidate, M_RANK) : NULL, *response_id = mget(candidate, M_RESPONSE_ID);
+                int higher = j == 0 ? 0 : rank == NULL ? -1 : PyObject_RichCompareBool(rank, best_rank, Py_GT);
+                if (response_id == NULL || higher < 0) rc = -1;
+                else if (higher) {
+                    best = candidate;
+                    Py_SETREF(best_rank, Py_NewRef(rank));
+                }
+                if (rc == 0 && with_id == NULL && response_id != Py_None) with_id = candidate;
+                Py_XDECREF(rank);
+                Py_XDECREF(response_id);
+            }
+            Py_XDECREF(best_rank);
+            PyObject *best_id = rc ? NULL : mget(best, M_RESPONSE_ID);
+            if (best_id == NULL) rc = -1;
+            PyObject *source = best_id == Py_None && with_id != NULL ? with_id : best;
+            Py_XDECREF(best_id);
+            PyObject *request_id = rc ? NULL : mget(source, M_REQUEST_ID);
+            PyObject *info = request_id ? atoms(PyTuple_Pack(3, request_id, PyTuple_GET_ITEM(known, 1), Py_True)) : NULL;
+            if (info == NULL || PyDict_SetItem(families, id, info) < 0) rc = -1;
+            for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(group); j++) {
+                PyObject *each = PyList_GET_ITEM(group, j);
+                rc = mset(each, M_KEEP, each == best ? Py_True : Py_False);
+                if (rc == 0) rc = mset(each, M_REQUEST_ID, request_id);
+            }
+            Py_XDECREF(request_id);
+            Py_XDECREF(info);
+        }
+        Py_DECREF(known);
+        if (rc < 0) goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(family);
+    Py_XDECREF(first);
+    Py_XDECREF(more);
+    Py_XDECREF(members);
+    return result;
+}
+
 /* setup(member_type, mapped_type, response_id_key, cache_hit_flag): the glue's types and names, once. */
 static PyObject *setup(PyObject *module, PyObject *args) {
     PyObject *member, *mapped, *key, *hit;
@@ -924,6 +1045,8 @@ static PyMethodDef methods[] = {
      "link(links, members, known, pending, parents, pendings): resolve's loops over a request's links"},
     {"apply", (PyCFunction)(void (*)(void))apply, METH_FASTCALL,
      "apply(members, outcomes, same_call): the correlator's answers written back"},
+    {"choose", (PyCFunction)(void (*)(void))choose, METH_FASTCALL,
+     "choose(families, members): SpanCorrelator._choose"},
     {"setup", setup, METH_VARARGS, "setup(member_type, mapped_type, response_id_key, cache_hit_flag)"},
     {NULL, NULL, 0, NULL},
 };
@@ -939,6 +1062,8 @@ PyMODINIT_FUNC PyInit__correlator(void) {
     one = PyLong_FromLong(1);
     zero = PyLong_FromLong(0);
     minus_one = PyLong_FromLong(-1);
+    lowered_names = PyDict_New();
+    if (lowered_names == NULL) return NULL;
     if (one == NULL || zero == NULL || minus_one == NULL) return NULL;
     for (int i = 0; i < M_SIZE; i++) {
         member_names[i] = PyUnicode_InternFromString(MEMBER_FIELDS[i]);

@@ -249,7 +249,10 @@ class SpanCorrelator:
             else:
                 for member in members:
                     codes.append(self._place(member, arrival))
-            self._choose(members)
+            if self.native:
+                _native.choose(self._families, members)
+            else:
+                self._choose(members)
             arrival.codes = "".join(codes)
             if arrival.codes:
                 self._arrivals.append(arrival)
