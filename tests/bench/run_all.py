@@ -302,14 +302,16 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   `gil_switch_interval_ms` (20 ms), as `Sidecar.start` sets them; four client processes posting
   batches of 512 over keep-alive connections; each headline row the median of three runs taken in
   turn with the other kind, each run paired with one at Python's 5 ms switch interval. The machine's
-  own speed moves these rows more than most changes do: OTLP/JSON read 33,729 spans/s two full runs
-  ago and 70,070 in the last one, its code unchanged, and mtail 66,042 and 120,354 lines/s; this run's
-  machine was as fast as the last one's (OTLP/JSON 70,426, mtail 117,922).
+  own speed moves these rows more than most changes do: OTLP/JSON read 33,729 spans/s in one earlier
+  full run and 70,070 in a later one, its code unchanged, and mtail 66,042 and 120,354 lines/s; this
+  run's machine was as fast as the last round's (mtail 118,873 against 117,922 lines/s; OTLP/JSON's
+  88,389 against 70,426 spans/s is this round's mapping in C).
   So changes are measured in instructions, which do not swing: valgrind counts every instruction of
   a process (the instructions row, `bench_otlp_instructions`). Decode + map went from 108,745 to
   94,447 instructions per span over two rounds of Python changes, then to 67,336 (-28.7%) with the
-  C walk below, then to 64,246 with the correlation memory below; in the receiver over loopback
-  98,940 -> 68,489 (-30.8%) -> 65,393. The protobuf body is read
+  C walk below, then to 64,246 with the correlation memory below, then to 37,708 (-41.3%) with the
+  mapping's and the correlation's loops in C (below); in the receiver over loopback 98,940 -> 68,489
+  (-30.8%) -> 65,393 -> 38,685. The protobuf body is read
   off the wire by a C walk (`exporter/sources/otlp/_views.c`, built by `pip install` when a C
   compiler is there): it checks the body as upb would with the read schema (the same refusals, with
   upb's text) and makes each span's view directly, only a wanted attribute's value ever becoming a
@@ -331,29 +333,43 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   went from 24,210 to 21,482 instructions per span, the memory from about 560 to about 480 bytes an
   entry, the same decisions (`tests/sources/otlp/test_correlation_reference.py` holds it to the
   memory of one queue it replaced, request by request).
+  The mapping's per-span loop and the counted-once rules' inner loop are C too, each beside the
+  Python code it replaces, which stays as the fallback and the reference: `_reads.c` runs
+  `mapping._map` for every span of a request, step for step (the shape's plan and the view read by
+  their slots' offsets, the attribute reads, the usage block and the completeness flags in C; the
+  Python code called for what is rare: a dialect decided by values, a request id a dialect chooses,
+  savings, optimizer and gateway attributes, and every malformed value, so each rejection is raised
+  by the Python code with its message); `_correlator.c` runs the rules' glue (a request's members
+  and links, the answers written back), the placing of each member in a family, the choice of the
+  kept member and the fingerprints' queues, on the correlator's own maps, its tuples made untracked
+  by the collector as its first pass would (over 160 requests mapped as the receiver does, GC
+  0.14-0.17 -> 0.06-0.07 us per span). The
+  mapping's rules went from 27,629 to 12,089 instructions per span, the counted-once rules from
+  21,482 to 10,486. `tests/sources/otlp/test_reads_c.py`, `test_fast_mapping.py` and
+  `test_correlation_reference.py` hold each C function to its Python twin on random input,
+  malformed values included, with hand mutants of the C each failing them;
+  `tests/sources/otlp/test_without_c.py` maps every captured request in an interpreter where the
+  three modules cannot be imported and requires the same outcomes, record for record; those tests
+  also pass with the modules built under AddressSanitizer and UBSan. Without the C modules decode +
+  map is about 8.0 us per span (23x the bare decode); with them, 3.31 us.
   What bounds it now: 60,000 spans/s is at most 16.7 us of receiver CPU per span; the receiver took
-  8.18 us (the median run), 1.43x its twin, decode + map of the same bodies in process just before it
-  (5.73 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.76 us). The
-  receiver met the target in every run of this one, at 118,771 to 123,624 spans/s; on the machine of
-  two full runs ago, about half as fast, it would have read about 55,000 (scaled by OTLP/JSON's rows),
-  so on this machine's slowest hours the protobuf target is met or missed by the hour, not by the
-  code. The mapping bound (decode + map <= 10x the bare protobuf decode, in CPU time) is not met:
-  15.6x (15.4x in another full run today, 16.2x in the last one before). In instructions, which do not
-  depend on how fast each kind of code runs, it is 9.9x upb's parse (6,463 per span): the span views
-  2.3x, the mapping's rules 4.3x, the counted-once rules 3.3x (the row of its own above). upb's parse
-  runs far more instructions per cycle than the interpreter, so the Python part, the mapping's rules
-  and the correlation, weighs more in CPU time than in instructions; it is what is left to cut. The
-  floor of the whole job through upb's message API (the floor read with the values kept, the least
-  records and a memory capped like the correlation's) is 11.5x the bare decode in process, so the
-  bound is out of reach for a mapping through upb's messages. Over the receiver's own C views the same
-  floor (the views, the least records and the memory) is 1.92 us, 5.5x the bare decode (its row): the
-  bound is within a Python mapping's reach, and decode + map is 2.8x that floor, the mapping's rules
-  and the counted-once rules adding 3.50 us per span. Meeting it needs those down to about 1.6 us,
-  more than half of them cut, or moved out of the interpreter: in instructions decode + map is within
-  the bound already (9.9x), and the 1.6x between the two ratios is the interpreter running fewer
-  instructions per cycle than upb does.
+  5.83 us (the median run), 1.67x its twin, decode + map of the same bodies in process just before it
+  (3.41 us; HTTP, queue and dispatch, measured by a run whose handler decodes nothing, 0.70 us). The
+  receiver met the target in every run of this one, at 164,999 to 176,526 spans/s, 2.7x to 2.9x the
+  target, so a machine half as fast would still meet it. The mapping bound (decode
+  + map <= 10x the bare protobuf decode, in CPU time) is met: 9.6x (3.31 us against 0.35 us; 10.0x in
+  a full run today before the last two changes, 15.6x in the last round). The margin is small, and
+  a noisy minute moves this ratio by about 0.5x either way: in process, as the receiver, five runs
+  of the same code read 8.7x to 9.4x. In instructions, which do not swing, it is 5.8x upb's parse
+  (6,463 per span): the span views 2.3x, the mapping's rules 1.9x, the counted-once rules 1.6x (the
+  row of its own above). What is left per span: the C walk (about 1 us), the correlation memory's
+  own dictionary work (each model-call span adds two or three entries to maps of 65,536 and another
+  span's entries are forgotten: about 0.5 us, mostly cache misses and freeing), and making the
+  record itself. The floor of the whole job over the receiver's C views (the views, the least records
+  and the memory) is 1.94 us, 5.6x the bare decode (its row); decode + map is 1.7x that floor.
   Tried and measured, not kept, in earlier rounds: mypyc compiling the mapping, plan, usage-block and
-  correlation modules (about 10% less CPU for plan + map, the correlation unchanged); attribute
+  correlation modules (about 10% less CPU for plan + map, the correlation unchanged, where the C
+  loops above halve the instructions of both); attribute
   values read as raw bytes in Python through a narrowed schema (parse 1,600 instructions per span
   fewer, the reads 4,700 more); the span views and mapped outcomes as named tuples made with
   `tuple.__new__` (cheaper to make, slower to read: +0.7%); decode + map in two worker processes;
