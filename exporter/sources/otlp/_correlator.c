@@ -1,7 +1,7 @@
 /* The counted-once rules' inner loop in C: correlator.SpanCorrelator._place over a request's
  * members, and PrintIndex's add, match and forget, on the correlator's own dictionaries.
  *
- * place(state, members, arrival_lists, next) -> (codes, next)
+ * place(state, members, arrival_lists, [next]) -> codes (next updated in place as families are made)
  *   state: (family_of, families, parents, pending, seen_ids, queues, matched, tolerance_ns)
  *   arrival_lists: (models, placed, pendings, prints), the request's _Arrival lists
  *   codes: the kinds of the entries each member added, in order (as _place returns them, joined)
@@ -18,7 +18,7 @@
 
 static PyObject *deque_type, *one, *minus_one;
 static PyObject *s_key, *s_parent_key, *s_dialect, *s_usage, *s_model, *s_end_ns, *s_response_id,
-    *s_request_id, *s_family, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
+    *s_request_id, *s_family, *s_count, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
 
 typedef struct {
     PyObject *family_of, *families, *parents, *pending, *seen_ids, *queues, *matched, *tolerance;
@@ -56,8 +56,9 @@ static int mset(PyObject *member, int field, PyObject *value) {
  * live in the memory, so this spares the young collections walking them. */
 static PyObject *atoms(PyObject *tuple) {
     if (tuple == NULL || !PyObject_GC_IsTracked(tuple)) return tuple;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {
-        if (PyObject_GC_IsTracked(PyTuple_GET_ITEM(tuple, i))) return tuple;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) {  /* atoms, or tuples untracked already */
+        PyObject *item = PyTuple_GET_ITEM(tuple, i);
+        if (PyObject_IS_GC(item) && !(PyTuple_CheckExact(item) && !PyObject_GC_IsTracked(item))) return tuple;
     }
     PyObject_GC_UnTrack(tuple);
     return tuple;
@@ -86,16 +87,41 @@ exact:;
     return out;
 }
 
+/* a == b as Python's == gives it (PyObject_RichCompareBool takes an object as equal to itself, which a
+ * float NaN is not); exact ints compared directly. -1: error. */
+static int equal(PyObject *a, PyObject *b) {
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) return PyObject_RichCompareBool(a, b, Py_EQ);
+    PyObject *answer = PyObject_RichCompare(a, b, Py_EQ);
+    if (answer == NULL) return -1;
+    int truth = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return truth;
+}
+
+/* A usage as the rules read it: None, or a tuple of (input total, cache read, cache write, output). */
+static int usage_ok(PyObject *usage) {
+    if (usage == Py_None || (PyTuple_CheckExact(usage) && PyTuple_GET_SIZE(usage) >= 4)) return 0;
+    PyErr_SetString(PyExc_TypeError, "a member's usage: None or a tuple of four counts");
+    return -1;
+}
+
 /* SpanCorrelator._compatible: the family is known and one usage is absent, or the input totals
  * and outputs are equal. -1: error. */
 static int compatible(State *st, PyObject *family, PyObject *usage) {
     PyObject *known = PyDict_GetItemWithError(st->families, family);  /* borrowed */
     if (known == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) < 3) {
+        PyErr_SetString(PyExc_TypeError, "a family: (request id, usage, emitted)");
+        return -1;
+    }
     PyObject *theirs = PyTuple_GET_ITEM(known, 1);
+    if (usage_ok(theirs) < 0) return -1;
     if (theirs == Py_None || usage == Py_None) return 1;
-    int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(theirs, 0), PyTuple_GET_ITEM(usage, 0), Py_EQ);
-    if (same <= 0) return same;
-    return PyObject_RichCompareBool(PyTuple_GET_ITEM(theirs, 3), PyTuple_GET_ITEM(usage, 3), Py_EQ);
+    Py_INCREF(theirs);  /* held: == may run Python code */
+    int same = equal(PyTuple_GET_ITEM(theirs, 0), PyTuple_GET_ITEM(usage, 0));
+    if (same > 0) same = equal(PyTuple_GET_ITEM(theirs, 3), PyTuple_GET_ITEM(usage, 3));
+    Py_DECREF(theirs);
+    return same;
 }
 
 /* PrintIndex.drop. -1: error. */
@@ -312,12 +338,12 @@ static int present(PyObject *value) {
 
 /* SpanCorrelator._place of one member: its codes appended to ``codes`` (a char buffer of 3). */
 static int place_one(State *st, PyObject *member, PyObject *models, PyObject *placed, PyObject *pendings,
-                     PyObject *prints, PyObject **next, char *codes, int *ncodes) {
+                     PyObject *prints, PyObject *box, PyObject **next, char *codes, int *ncodes) {
     int rc = -1;
     PyObject *key = NULL, *usage = NULL, *parent_key = NULL, *family = NULL, *fingerprint = NULL,
              *response_id = NULL, *dialect = NULL, *end_ns = NULL, *held = NULL, *last = NULL, *cursor = NULL;
     *ncodes = 0;
-    if (!(key = mget(member, M_KEY)) || !(usage = mget(member, M_USAGE))
+    if (!(key = mget(member, M_KEY)) || !(usage = mget(member, M_USAGE)) || usage_ok(usage) < 0
         || !(response_id = mget(member, M_RESPONSE_ID))) goto done;
     PyObject *again = PyDict_GetItemWithError(st->family_of, key);  /* borrowed */
     if (again == NULL && PyErr_Occurred()) goto done;
@@ -421,6 +447,7 @@ static int place_one(State *st, PyObject *member, PyObject *models, PyObject *pl
         Py_XDECREF(info);
         if (!ok) goto done;
         Py_SETREF(*next, Py_NewRef(family));
+        if (PyList_SetItem(box, 0, Py_NewRef(family)) < 0) goto done;  /* the correlator's, at once */
         if (fingerprint != NULL) {
             PyObject *entry = atoms(PyTuple_Pack(5, dialect, end_ns, family, has_id ? Py_True : Py_False, family));
             PyObject *pair = entry ? atoms(PyTuple_Pack(2, fingerprint, entry)) : NULL;
@@ -503,7 +530,7 @@ static int unpack_state(PyObject *tuple, State *st) {
 static PyObject *place(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     State st;
     if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "place(state, members, arrival_lists, next)");
+        PyErr_SetString(PyExc_TypeError, "place(state, members, arrival_lists, next: [int])");
         return NULL;
     }
     if (unpack_state(args[0], &st) < 0) return NULL;
@@ -518,10 +545,16 @@ static PyObject *place(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
     }
-    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    PyObject *members = PySequence_Tuple(args[1]);
     if (members == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(members);
-    PyObject *next = Py_NewRef(args[3]);
+    Py_ssize_t n = PyTuple_GET_SIZE(members);
+    PyObject *box = args[3];
+    if (!PyList_CheckExact(box) || PyList_GET_SIZE(box) != 1) {
+        Py_DECREF(members);
+        PyErr_SetString(PyExc_TypeError, "place: next is a list of one int, updated as families are made");
+        return NULL;
+    }
+    PyObject *next = Py_NewRef(PyList_GET_ITEM(box, 0));
     char *buffer = PyMem_Malloc(3 * (size_t)n + 1);
     Py_ssize_t used = 0;
     PyObject *out = NULL;
@@ -531,15 +564,14 @@ static PyObject *place(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         int ncodes;
-        if (place_one(&st, PySequence_Fast_GET_ITEM(members, i), PyTuple_GET_ITEM(lists, 0),
-                      PyTuple_GET_ITEM(lists, 1), PyTuple_GET_ITEM(lists, 2), PyTuple_GET_ITEM(lists, 3), &next,
+        if (place_one(&st, PyTuple_GET_ITEM(members, i), PyTuple_GET_ITEM(lists, 0),
+                      PyTuple_GET_ITEM(lists, 1), PyTuple_GET_ITEM(lists, 2), PyTuple_GET_ITEM(lists, 3), box, &next,
                       buffer + used, &ncodes) < 0) goto done;
         used += ncodes;
     }
     PyObject *codes = PyUnicode_FromStringAndSize(buffer, used);
     if (codes != NULL) {
-        out = PyTuple_Pack(2, codes, next);
-        Py_DECREF(codes);
+        out = codes;
     }
 done:
     PyMem_Free(buffer);
@@ -557,11 +589,11 @@ static PyObject *forget_prints(PyObject *module, PyObject *const *args, Py_ssize
     }
     st.queues = args[0];
     st.matched = args[1];
-    PyObject *prints = PySequence_Fast(args[2], "prints: a sequence");
+    PyObject *prints = PySequence_Tuple(args[2]);
     if (prints == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(prints);
+    Py_ssize_t n = PyTuple_GET_SIZE(prints);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(prints, i);
+        PyObject *pair = PyTuple_GET_ITEM(prints, i);
         PyObject *fingerprint = PyTuple_GET_ITEM(pair, 0), *entry = PyTuple_GET_ITEM(pair, 1);
         PyObject *seq = PyTuple_GET_ITEM(entry, 4);
         int was = PySet_GET_SIZE(st.matched) ? PySet_Contains(st.matched, seq) : 0;
@@ -674,14 +706,21 @@ static PyObject *make_member(PyObject *view, PyObject *record, PyObject *usage, 
     if (complete) {  /* flags: no flag but the cache hit */
         Py_ssize_t size = PyObject_Size(flags), count = 0;
         if (size < 0) goto done;
-        if (PyList_CheckExact(flags)) {  /* the mapping's: counted here */
+        if (PyList_CheckExact(flags)) {  /* the mapping's: counted here, on a snapshot */
+            PyObject *seen = PyList_AsTuple(flags);
+            if (seen == NULL) goto done;
+            size = PyTuple_GET_SIZE(seen);
             for (Py_ssize_t i = 0; i < size && count == i; i++) {
-                int hit = PyObject_RichCompareBool(PyList_GET_ITEM(flags, i), cache_hit, Py_EQ);
-                if (hit < 0) goto done;
+                int hit = PyObject_RichCompareBool(PyTuple_GET_ITEM(seen, i), cache_hit, Py_EQ);
+                if (hit < 0) {
+                    Py_DECREF(seen);
+                    goto done;
+                }
                 count += hit;
             }
+            Py_DECREF(seen);
         } else {
-            PyObject *hits = PyObject_CallMethod(flags, "count", "O", cache_hit);
+            PyObject *hits = PyObject_CallMethodOneArg(flags, s_count, cache_hit);
             if (hits == NULL) goto done;
             count = PyLong_AsSsize_t(hits);
             Py_DECREF(hits);
@@ -735,38 +774,40 @@ static PyObject *gather(PyObject *module, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_RuntimeError, "_correlator.setup() was not called");
         return NULL;
     }
-    PyObject *views = args[0], *outcomes = args[1], *owns = args[2];
-    Py_ssize_t n = PyList_GET_SIZE(views);
-    if (PyList_GET_SIZE(outcomes) != n || PyList_GET_SIZE(owns) != n) {
-        PyErr_SetString(PyExc_ValueError, "gather: one outcome and one owns flag per view");
-        return NULL;
-    }
+    /* snapshots: the loop calls Python code (attribute reads, truth values), which may change the lists */
+    PyObject *views = PyList_AsTuple(args[0]), *outcomes = PyList_AsTuple(args[1]), *owns = PyList_AsTuple(args[2]);
     PyObject *links = PyList_New(0), *members = PyList_New(0), *out = NULL;
-    if (links == NULL || members == NULL) goto done;
+    if (views == NULL || outcomes == NULL || owns == NULL || links == NULL || members == NULL) goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(views);
+    if (PyTuple_GET_SIZE(outcomes) != n || PyTuple_GET_SIZE(owns) != n) {
+        PyErr_SetString(PyExc_ValueError, "gather: one outcome and one owns flag per view");
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *view = PyList_GET_ITEM(views, i);
+        PyObject *view = PyTuple_GET_ITEM(views, i);
         PyObject *trace = PyObject_GetAttr(view, s_trace_id), *span = NULL, *parent = NULL, *key = NULL,
                  *parent_key = NULL, *link = NULL;
         int ok = 0;
-        if (trace == NULL || !(span = PyObject_GetAttr(view, s_span_id))) goto next;
+        if (trace == NULL || !(span = PyObject_GetAttr(view, s_span_id))
+            || !(parent = PyObject_GetAttr(view, s_parent_span_id))) goto next;  /* read as correlate does */
         int both = PyObject_IsTrue(trace);
         if (both > 0) both = PyObject_IsTrue(span);
         if (both <= 0) {
             ok = both == 0;
             goto next;
         }
-        if (!(parent = PyObject_GetAttr(view, s_parent_span_id)) || !(key = joined(trace, span))) goto next;
+        if (!(key = joined(trace, span))) goto next;
         int has_parent = PyObject_IsTrue(parent);
         if (has_parent < 0) goto next;
         parent_key = has_parent ? joined(trace, parent) : Py_NewRef(s_empty);
         if (parent_key == NULL || !(link = atoms(PyTuple_Pack(2, key, parent_key))) || PyList_Append(links, link) < 0) goto next;
-        PyObject *outcome = PyList_GET_ITEM(outcomes, i);
+        PyObject *outcome = PyTuple_GET_ITEM(outcomes, i);
         if ((PyObject *)Py_TYPE(outcome) == mapped_type) {
             PyObject *record = PyObject_GetAttr(outcome, s_record);
             PyObject *usage = record ? get(record, k_usage, Py_None) : NULL;
             int take = usage ? PyObject_IsTrue(usage) : -1;
             if (take > 0) {
-                int own = PyObject_IsTrue(PyList_GET_ITEM(owns, i));
+                int own = PyObject_IsTrue(PyTuple_GET_ITEM(owns, i));
                 take = own < 0 ? -1 : !own;
             }
             if (take > 0) {
@@ -790,6 +831,9 @@ static PyObject *gather(PyObject *module, PyObject *const *args, Py_ssize_t narg
     }
     out = PyTuple_Pack(2, links, members);
 done:
+    Py_XDECREF(views);
+    Py_XDECREF(outcomes);
+    Py_XDECREF(owns);
     Py_XDECREF(links);
     Py_XDECREF(members);
     return out;
@@ -798,21 +842,11 @@ done:
 /* link(links, members, known, pending, parents, pendings): resolve's loops over a request's links -
  * a parent link remembered for each new span with a parent, and a non-model span passing a waiting
  * descendant on to its own parent. */
-static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[3])
-        || !PyList_CheckExact(args[4]) || !PyList_CheckExact(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "link(links: list, members, known: dict, pending: dict, parents: list, "
-                                         "pendings: list)");
-        return NULL;
-    }
-    PyObject *links = args[0], *known = args[2], *pending = args[3], *parents = args[4], *pendings = args[5];
-    Py_ssize_t n = PyList_GET_SIZE(links);
+static PyObject *link_into(PyObject *links, PyObject *members_arg, PyObject *known, PyObject *pending,
+                           PyObject *parents, PyObject *pendings) {
+    Py_ssize_t n = PyTuple_GET_SIZE(links);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(links, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "link: links are (key, parent key) tuples");
-            return NULL;
-        }
+        PyObject *pair = PyTuple_GET_ITEM(links, i);
         PyObject *key = PyTuple_GET_ITEM(pair, 0), *parent = PyTuple_GET_ITEM(pair, 1);
         int has_parent = present(parent);
         if (has_parent < 0) return NULL;
@@ -821,13 +855,13 @@ static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t 
         if (seen < 0) return NULL;
         if (!seen && (PyDict_SetItem(known, key, parent) < 0 || PyList_Append(parents, key) < 0)) return NULL;
     }
-    if (PyDict_GET_SIZE(pending) == 0) Py_RETURN_NONE;
+    if (PyDict_GET_SIZE(pending) == 0) Py_RETURN_TRUE;
     PyObject *model_keys = PySet_New(NULL);
     if (model_keys == NULL) return NULL;
-    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    PyObject *members = PySequence_Tuple(members_arg);
     if (members == NULL) goto fail;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
-        PyObject *key = mget(PySequence_Fast_GET_ITEM(members, i), M_KEY);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++) {
+        PyObject *key = mget(PyTuple_GET_ITEM(members, i), M_KEY);
         int rc = key == NULL ? -1 : PySet_Add(model_keys, key);
         Py_XDECREF(key);
         if (rc < 0) {
@@ -837,7 +871,7 @@ static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     Py_DECREF(members);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(links, i);
+        PyObject *pair = PyTuple_GET_ITEM(links, i);
         PyObject *key = PyTuple_GET_ITEM(pair, 0), *parent = PyTuple_GET_ITEM(pair, 1);
         int model = PySet_Contains(model_keys, key);
         if (model < 0) goto fail;
@@ -857,10 +891,34 @@ static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t 
         if (has_parent < 0) goto fail;
     }
     Py_DECREF(model_keys);
-    Py_RETURN_NONE;
+    Py_RETURN_TRUE;
 fail:
     Py_DECREF(model_keys);
     return NULL;
+}
+
+
+/* link(links, members, known, pending, parents, pendings) -> True, or False (nothing done) when a link is
+ * not a (key, parent key) tuple: then the Python loop (SpanCorrelator._link) reads it as it does. */
+static PyObject *link_spans(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[3])
+        || !PyList_CheckExact(args[4]) || !PyList_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "link(links: list, members, known: dict, pending: dict, parents: list, "
+                                         "pendings: list)");
+        return NULL;
+    }
+    PyObject *links = PyList_AsTuple(args[0]);  /* a snapshot: the loop calls Python code (hash, eq) */
+    if (links == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(links); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(links, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(links);
+            Py_RETURN_FALSE;
+        }
+    }
+    PyObject *out = link_into(links, args[1], args[2], args[3], args[4], args[5]);
+    Py_DECREF(links);
+    return out;
 }
 
 /* apply(members, outcomes, same_call): a member dropped becomes same_call, a kept one gets its
@@ -870,11 +928,11 @@ static PyObject *apply(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "apply(members, outcomes: list, same_call)");
         return NULL;
     }
-    PyObject *members = PySequence_Fast(args[0], "members: a sequence");
+    PyObject *members = PySequence_Tuple(args[0]);
     if (members == NULL) return NULL;
     PyObject *outcomes = args[1], *same_call = args[2];
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
-        PyObject *member = PySequence_Fast_GET_ITEM(members, i);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++) {
+        PyObject *member = PyTuple_GET_ITEM(members, i);
         PyObject *keep = mget(member, M_KEEP), *index = NULL, *request_id = NULL, *record = NULL;
         int rc = -1;
         if (keep == NULL || !(index = mget(member, M_INDEX))) goto next;
@@ -916,11 +974,11 @@ static PyObject *choose(PyObject *module, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *families = args[0], *result = NULL, *family = NULL;
-    PyObject *members = PySequence_Fast(args[1], "members: a sequence");
+    PyObject *members = PySequence_Tuple(args[1]);
     PyObject *first = PyDict_New(), *more = PyDict_New();  /* family -> its first member; -> all, when several */
     if (members == NULL || first == NULL || more == NULL) goto done;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(members); i++) {
-        PyObject *member = PySequence_Fast_GET_ITEM(members, i);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++) {
+        PyObject *member = PyTuple_GET_ITEM(members, i);
         Py_XSETREF(family, mget(member, M_FAMILY));
         if (family == NULL) goto done;
         PyObject *earlier = PyDict_GetItemWithError(first, family);
@@ -1036,7 +1094,7 @@ static PyObject *setup(PyObject *module, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"place", (PyCFunction)(void (*)(void))place, METH_FASTCALL,
-     "place(state, members, arrival_lists, next) -> (codes, next): SpanCorrelator._place of each member"},
+     "place(state, members, arrival_lists, [next]) -> codes: SpanCorrelator._place of each member"},
     {"forget_prints", (PyCFunction)(void (*)(void))forget_prints, METH_FASTCALL,
      "forget_prints(queues, matched, prints): PrintIndex.forget_all"},
     {"gather", (PyCFunction)(void (*)(void))gather, METH_FASTCALL,
@@ -1072,7 +1130,7 @@ PyMODINIT_FUNC PyInit__correlator(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_key, "key"}, {&s_parent_key, "parent_key"}, {&s_dialect, "dialect"}, {&s_usage, "usage"},
         {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_response_id, "response_id"},
-        {&s_request_id, "request_id"}, {&s_family, "family"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
+        {&s_request_id, "request_id"}, {&s_family, "family"}, {&s_count, "count"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
         {&s_remove, "remove"}, {&s_append, "append"}, {&s_empty, ""},
         {&s_trace_id, "trace_id"}, {&s_span_id, "span_id"}, {&s_parent_span_id, "parent_span_id"},
         {&s_attrs, "attrs"}, {&s_start_ns, "start_ns"}, {&s_record, "record"}, {&s_keep, "keep"},

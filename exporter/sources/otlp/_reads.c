@@ -12,10 +12,10 @@
 #include <structmember.h>
 
 /* Bound once by the Python modules (bind): the twins and the names they use. */
-static PyObject *py_read_string, *py_read_count, *py_read_counts, *py_usage_block, *usage_counts_type, *max_count_obj;
+static PyObject *py_read_string, *py_first_string, *py_read_count, *py_read_counts, *py_usage_block, *usage_counts_type, *max_count_obj;
 static long long max_count = -1;
 static PyObject *flag_inclusive, *flag_ttl;  /* MISSING_INCLUSIVE, MISSING_CACHE_TTL */
-static PyObject *s_empty, *s_input_includes_cache, *k_prompt, *k_completion, *k_details, *k_cached, *k_write,
+static PyObject *s_empty, *s_get, *s_input_includes_cache, *k_prompt, *k_completion, *k_details, *k_cached, *k_write,
     *k_input, *k_read_input, *k_creation_input, *k_creation, *k_5m, *k_1h, *k_output;
 
 static PyObject *unbound(const char *what) {
@@ -29,21 +29,29 @@ static PyObject *first_string(PyObject *module, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "first_string(attrs, keys, limit=256)");
         return NULL;
     }
-    if (py_read_string == NULL) return unbound("read_string");
+    if (py_read_string == NULL || py_first_string == NULL) return unbound("first_string");
     PyObject *attrs = args[0], *keys = args[1];
-    if (!PyTuple_CheckExact(keys)) {  /* any other sequence of names: as a tuple */
-        PyObject *as_tuple = PySequence_Tuple(keys);
+    PyObject *limit_obj = nargs == 3 ? args[2] : NULL;
+    Py_ssize_t limit = 256;
+    if (limit_obj != NULL && PyLong_CheckExact(limit_obj)) {
+        limit = PyLong_AsSsize_t(limit_obj);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            limit_obj = NULL;  /* too large for the loop below: the twin's */
+        }
+    } else if (limit_obj != NULL) {
+        limit_obj = NULL;
+    }
+    if ((nargs == 3 && limit_obj == NULL) || !(PyTuple_CheckExact(keys) || PyList_CheckExact(keys))) {
+        return PyObject_Vectorcall(py_first_string, args, nargs, NULL);  /* anything else: the twin */
+    }
+    if (PyList_CheckExact(keys)) {  /* a snapshot: the loop below calls Python code */
+        PyObject *as_tuple = PyList_AsTuple(keys);
         if (as_tuple == NULL) return NULL;
-        PyObject *call[3] = {attrs, as_tuple, nargs == 3 ? args[2] : NULL};
+        PyObject *call[3] = {attrs, as_tuple, limit_obj};
         PyObject *out = first_string(module, call, nargs);
         Py_DECREF(as_tuple);
         return out;
-    }
-    PyObject *limit_obj = nargs == 3 ? args[2] : NULL;
-    Py_ssize_t limit = 256;
-    if (limit_obj != NULL) {
-        limit = PyLong_AsSsize_t(limit_obj);
-        if (limit == -1 && PyErr_Occurred()) return NULL;
     }
     int plain = PyDict_CheckExact(attrs);
     Py_ssize_t n = PyTuple_GET_SIZE(keys);
@@ -55,7 +63,7 @@ static PyObject *first_string(PyObject *module, PyObject *const *args, Py_ssize_
             if (value == NULL && PyErr_Occurred()) return NULL;
             Py_XINCREF(value);
         } else {  /* any Mapping: attrs.get(key) */
-            value = PyObject_CallMethod(attrs, "get", "O", key);
+            value = PyObject_CallMethodOneArg(attrs, s_get, key);
             if (value == NULL) return NULL;
         }
         if (value == NULL || value == Py_None) {
@@ -97,8 +105,11 @@ static PyObject *read_counts(PyObject *module, PyObject *const *args, Py_ssize_t
         return unbound("read_counts");
     }
     PyObject *attrs = args[0], *pairs = args[1];
-    if (!PyTuple_CheckExact(pairs)) {  /* any other iterable of pairs: as a tuple */
-        PyObject *as_tuple = PySequence_Tuple(pairs);
+    if (!PyTuple_CheckExact(pairs) && !PyList_CheckExact(pairs)) {  /* any other iterable: the twin's */
+        return PyObject_Vectorcall(py_read_counts, args, nargs, NULL);
+    }
+    if (PyList_CheckExact(pairs)) {  /* a snapshot: the loop below calls Python code */
+        PyObject *as_tuple = PyList_AsTuple(pairs);
         if (as_tuple == NULL) return NULL;
         PyObject *call[4] = {attrs, as_tuple, nargs > 2 ? args[2] : NULL, nargs > 3 ? args[3] : NULL};
         PyObject *out = read_counts(module, call, nargs);
@@ -130,7 +141,7 @@ static PyObject *read_counts(PyObject *module, PyObject *const *args, Py_ssize_t
             if (raw == NULL && PyErr_Occurred()) goto done;
             Py_XINCREF(raw);
         } else {
-            raw = PyObject_CallMethod(attrs, "get", "O", name);
+            raw = PyObject_CallMethodOneArg(attrs, s_get, name);
             if (raw == NULL) goto done;
         }
         if (raw == NULL || raw == Py_None) {
@@ -306,6 +317,7 @@ static PyObject *bind(PyObject *module, PyObject *args) {
     PyObject **slot = NULL;
     if (strcmp(name, "read_string") == 0) slot = &py_read_string;
     else if (strcmp(name, "read_count") == 0) slot = &py_read_count;
+    else if (strcmp(name, "first_string") == 0) slot = &py_first_string;
     else if (strcmp(name, "read_counts") == 0) slot = &py_read_counts;
     else if (strcmp(name, "usage_block") == 0) slot = &py_usage_block;
     else if (strcmp(name, "UsageCounts") == 0) slot = &usage_counts_type;
@@ -389,11 +401,11 @@ static PyObject *setup_mapping(PyObject *module, PyObject *arg) {
 }
 
 /* The span's end time (start time when end is 0), a new reference. */
-static PyObject *end_of(PyObject *span) {
-    PyObject *end = SLOT(span, view_offsets[V_END]);
+static PyObject *end_of(PyObject **view) {
+    PyObject *end = view[V_END];
     int truth = PyObject_IsTrue(end);
     if (truth < 0) return NULL;
-    return Py_NewRef(truth ? end : SLOT(span, view_offsets[V_START]));
+    return Py_NewRef(truth ? end : view[V_START]);
 }
 
 /* end / 1e9 when end > 0, else NULL with no error (as the record's ts, or a rejection's). */
@@ -425,31 +437,47 @@ static int set_item(PyObject *record, PyObject *key, PyObject *value) {
 /* mapping._rollup_or_not_call: the shared Ignored of a roll-up or a non-model kind, Py_None when
  * the span is neither (new references). */
 static PyObject *rollup_or_not_call(PyObject *attrs) {
-    PyObject *operation = PyDict_GetItemWithError(attrs, kit[K_A_OPERATION]);  /* borrowed */
+    PyObject *out = NULL, *kind = NULL;
+    PyObject *operation = PyDict_GetItemWithError(attrs, kit[K_A_OPERATION]);
     if (operation == NULL && PyErr_Occurred()) return NULL;
+    Py_XINCREF(operation);  /* held: a str subclass's hash or eq is Python code */
     if (operation != NULL && operation != Py_None && PyUnicode_Check(operation)) {
         int aggregate = PySet_Contains(kit[K_AGGREGATE_OPERATIONS], operation);
-        if (aggregate < 0) return NULL;
-        if (aggregate) return Py_NewRef(kit[K_IGNORED_ROLLUP]);
+        if (aggregate < 0) goto done;
+        if (aggregate) {
+            out = Py_NewRef(kit[K_IGNORED_ROLLUP]);
+            goto done;
+        }
     }
-    PyObject *kind = PyDict_GetItemWithError(attrs, kit[K_A_OI_KIND]);
-    if (kind == NULL && PyErr_Occurred()) return NULL;
+    kind = PyDict_GetItemWithError(attrs, kit[K_A_OI_KIND]);
+    if (kind == NULL && PyErr_Occurred()) goto done;
+    Py_XINCREF(kind);
     if (kind != NULL && PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) > 0) {
         PyObject *upper = PyObject_CallMethod(kind, "upper", NULL);
-        if (upper == NULL) return NULL;
+        if (upper == NULL) goto done;
         int model = PySet_Contains(kit[K_OI_MODEL_KINDS], upper);
         int rollup = model == 0 ? PySet_Contains(kit[K_OI_ROLLUP_KINDS], upper) : 0;
         Py_DECREF(upper);
-        if (model < 0 || rollup < 0) return NULL;
-        if (!model) return Py_NewRef(rollup ? kit[K_IGNORED_ROLLUP] : kit[K_IGNORED_NOT_CALL]);
+        if (model < 0 || rollup < 0) goto done;
+        if (!model) {
+            out = Py_NewRef(rollup ? kit[K_IGNORED_ROLLUP] : kit[K_IGNORED_NOT_CALL]);
+            goto done;
+        }
     }
     if (operation == NULL || operation == Py_None) {
         int agent = PyDict_Contains(attrs, kit[K_A_AGENT_NAME]);
         if (agent == 0) agent = PyDict_Contains(attrs, kit[K_A_PAI_AGENT_NAME]);
-        if (agent < 0) return NULL;
-        if (agent) return Py_NewRef(kit[K_IGNORED_ROLLUP]);
+        if (agent < 0) goto done;
+        if (agent) {
+            out = Py_NewRef(kit[K_IGNORED_ROLLUP]);
+            goto done;
+        }
     }
-    return Py_NewRef(Py_None);
+    out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(operation);
+    Py_XDECREF(kind);
+    return out;
 }
 
 /* blocks.completeness of usage_block's flags (a list of str): at most one completeness flag, in
@@ -479,8 +507,18 @@ fail:
 }
 
 /* mapping._map of one span given its plan: Mapped, Ignored, or Rejected for a BadValue. */
+static PyObject *map_view(PyObject **view, PyObject *plan, PyObject *forced, PyObject *tenant_attributes);
+
 static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObject *tenant_attributes) {
-    PyObject *attrs = SLOT(span, view_offsets[V_ATTRS]);
+    PyObject *view[V_SIZE];  /* the view's values, held for the call: Python code it calls may change the view */
+    for (int f = 0; f < V_SIZE; f++) view[f] = Py_NewRef(SLOT(span, view_offsets[f]));
+    PyObject *out = map_view(view, plan, forced, tenant_attributes);
+    for (int f = 0; f < V_SIZE; f++) Py_DECREF(view[f]);
+    return out;
+}
+
+static PyObject *map_view(PyObject **view, PyObject *plan, PyObject *forced, PyObject *tenant_attributes) {
+    PyObject *attrs = view[V_ATTRS];
     PyObject *record = NULL, *model = NULL, *dialect = NULL, *counts = NULL, *end = NULL, *out = NULL;
     if (SLOT(plan, plan_offsets[P_ROLLUP]) == Py_True) {
         PyObject *skip = rollup_or_not_call(attrs);
@@ -493,7 +531,7 @@ static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObj
     if (model == NULL) goto error;
     dialect = Py_NewRef(SLOT(plan, plan_offsets[P_DIALECT]));
     if (dialect == kit[K_UNDECIDED]) {
-        Py_SETREF(dialect, call2(kit[K_DETECT], attrs, SLOT(span, view_offsets[V_SCOPE])));
+        Py_SETREF(dialect, call2(kit[K_DETECT], attrs, view[V_SCOPE]));
         if (dialect == NULL) goto error;
     }
     if (model == Py_None && dialect == Py_None && SLOT(plan, plan_offsets[P_HAS_SAVINGS]) != Py_True) {
@@ -501,7 +539,7 @@ static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObj
         goto done;
     }
     if (dialect == Py_None) Py_SETREF(dialect, Py_NewRef(kit[K_FALLBACK]));
-    if (!(record = PyDict_New()) || !(end = end_of(span))) goto error;
+    if (!(record = PyDict_New()) || !(end = end_of(view))) goto error;
     PyObject *ts = seconds(end);
     if (ts == NULL && PyErr_Occurred()) goto error;
     if (ts != NULL && set_item(record, k_ts, ts) < 0) goto error;
@@ -524,7 +562,7 @@ static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObj
         if (request_id == NULL) goto error;
     }
     if (request_id == Py_None) {
-        PyObject *trace = SLOT(span, view_offsets[V_TRACE]), *span_id = SLOT(span, view_offsets[V_SPAN]);
+        PyObject *trace = view[V_TRACE], *span_id = view[V_SPAN];
         int both = PyObject_IsTrue(trace);
         if (both > 0) both = PyObject_IsTrue(span_id);
         if (both < 0) goto error_id;
@@ -552,7 +590,7 @@ static PyObject *map_one(PyObject *span, PyObject *plan, PyObject *forced, PyObj
     keys = SLOT(plan, plan_offsets[P_TENANT]);
     PyObject *tenant = PyTuple_GET_SIZE(keys) ? first_of(attrs, keys) : Py_NewRef(Py_None);
     if (tenant == Py_None) {
-        PyObject *resource = SLOT(span, view_offsets[V_RESOURCE]);
+        PyObject *resource = view[V_RESOURCE];
         int some = PyObject_IsTrue(resource);
         if (some < 0) Py_CLEAR(tenant);
         else if (some) Py_SETREF(tenant, first_of(resource, tenant_attributes));
@@ -624,7 +662,7 @@ error:
         PyObject *detail = value ? PyObject_GetAttr(value, s_detail) : NULL;
         PyObject *when = NULL;
         if (reason && detail) {
-            if (end == NULL) end = end_of(span);
+            if (end == NULL) end = end_of(view);
             when = end ? seconds(end) : NULL;
             if (when == NULL && !PyErr_Occurred()) when = Py_NewRef(Py_None);
         }
@@ -659,15 +697,29 @@ static PyObject *map_all(PyObject *module, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t n = PyList_GET_SIZE(views);
     for (Py_ssize_t i = 0; i < n; i++) {  /* views of another kind: None, for the Python loop */
         PyObject *span = PyList_GET_ITEM(views, i);
-        if (Py_TYPE(span) != (PyTypeObject *)kit[K_VIEW] || !PyDict_CheckExact(SLOT(span, view_offsets[V_ATTRS]))) {
-            Py_RETURN_NONE;
+        if (Py_TYPE(span) != (PyTypeObject *)kit[K_VIEW]) Py_RETURN_NONE;
+        for (int f = 0; f < V_SIZE; f++) {  /* a field deleted or never set: the Python loop raises */
+            if (SLOT(span, view_offsets[f]) == NULL) Py_RETURN_NONE;
         }
+        if (!PyDict_CheckExact(SLOT(span, view_offsets[V_ATTRS]))) Py_RETURN_NONE;
     }
+    views = PyList_AsTuple(views);  /* a snapshot: the loop calls Python code, which may change the list */
+    if (views == NULL) return NULL;
     PyObject *outcomes = PyList_New(n), *owns = PyList_New(n), *out = NULL;
     if (outcomes == NULL || owns == NULL) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *span = PyList_GET_ITEM(views, i);
+        PyObject *span = PyTuple_GET_ITEM(views, i);
+        for (int f = 0; f < V_SIZE; f++) {  /* deleted by Python code the loop called */
+            if (SLOT(span, view_offsets[f]) == NULL) {
+                PyErr_Format(PyExc_AttributeError, "'SpanView' object has no attribute '%s'", VIEW_FIELDS[f]);
+                goto done;
+            }
+        }
         PyObject *attrs = SLOT(span, view_offsets[V_ATTRS]);
+        if (!PyDict_CheckExact(attrs)) {
+            PyErr_SetString(PyExc_TypeError, "map_all: a view's attrs were replaced by a non-dict");
+            goto done;
+        }
         PyObject *shape = PyTuple_New(1 + PyDict_GET_SIZE(attrs));  /* (scope name, *names) */
         if (shape == NULL) goto done;
         PyTuple_SET_ITEM(shape, 0, Py_NewRef(SLOT(span, view_offsets[V_SCOPE])));
@@ -702,6 +754,7 @@ static PyObject *map_all(PyObject *module, PyObject *const *args, Py_ssize_t nar
 done:
     Py_XDECREF(outcomes);
     Py_XDECREF(owns);
+    Py_DECREF(views);
     return out;
 }
 
@@ -723,7 +776,7 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_reads", NULL, -
 
 PyMODINIT_FUNC PyInit__reads(void) {
     struct { PyObject **slot; const char *text; } names[] = {
-        {&s_empty, ""}, {&s_input_includes_cache, "input_includes_cache"}, {&k_prompt, "prompt_tokens"},
+        {&s_empty, ""}, {&s_get, "get"}, {&s_input_includes_cache, "input_includes_cache"}, {&k_prompt, "prompt_tokens"},
         {&k_completion, "completion_tokens"}, {&k_details, "prompt_tokens_details"}, {&k_cached, "cached_tokens"},
         {&k_write, "cache_write_tokens"}, {&k_input, "input_tokens"}, {&k_read_input, "cache_read_input_tokens"},
         {&k_creation_input, "cache_creation_input_tokens"}, {&k_creation, "cache_creation"},

@@ -161,6 +161,7 @@ except ImportError:  # pragma: no cover - exercised by installs without a compil
     c_reads = None  # type: ignore[assignment]
 if c_reads is not None:
     c_reads.bind("read_string", read_string)
+    c_reads.bind("first_string", first_string)
     c_reads.bind("read_count", read_count)
     first_string = c_reads.first_string
 

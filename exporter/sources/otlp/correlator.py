@@ -235,8 +235,8 @@ class SpanCorrelator:
             self._now = self.clock()
             self._evict()
             arrival = _Arrival(self._now)
-            if self.native and type(links) is list:  # _link, in C
-                _native.link(links, members, self._parent, self._pending, arrival.parents, arrival.pendings)
+            if self.native and type(links) is list and _native.link(  # _link, in C (False: not done)
+                    links, members, self._parent, self._pending, arrival.parents, arrival.pendings):
                 codes = [PARENT * len(arrival.parents), PENDING * len(arrival.pendings)]
             else:
                 codes = self._link(links, members, arrival)
@@ -244,15 +244,15 @@ class SpanCorrelator:
                 state = (self._family_of, self._families, self._parent, self._pending, self._seen_ids,
                          self._prints.queues, self._prints.matched, self.end_tolerance_ns)
                 lists = (arrival.models, arrival.placed, arrival.pendings, arrival.prints)
-                placed, self._next = _native.place(state, members, lists, self._next)
-                codes.append(placed)
+                box = [self._next]  # the C loop sets it as it makes each family, so an error keeps it right
+                try:
+                    codes.append(_native.place(state, members, lists, box))
+                finally:
+                    self._next = box[0]
             else:
                 for member in members:
                     codes.append(self._place(member, arrival))
-            if self.native:
-                _native.choose(self._families, members)
-            else:
-                self._choose(members)
+            _native.choose(self._families, members) if self.native else self._choose(members)
             arrival.codes = "".join(codes)
             if arrival.codes:
                 self._arrivals.append(arrival)
