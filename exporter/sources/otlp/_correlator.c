@@ -17,8 +17,7 @@
 #include <structmember.h>
 
 static PyObject *deque_type, *one, *minus_one;
-static PyObject *s_key, *s_parent_key, *s_dialect, *s_usage, *s_model, *s_end_ns, *s_response_id,
-    *s_request_id, *s_family, *s_count, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
+static PyObject *s_model, *s_end_ns, *s_count, *s_lower, *s_popleft, *s_remove, *s_append, *s_empty;
 
 typedef struct {
     PyObject *family_of, *families, *parents, *pending, *seen_ids, *queues, *matched, *tolerance;
@@ -615,8 +614,7 @@ static PyObject *forget_prints(PyObject *module, PyObject *const *args, Py_ssize
 /* --- the glue: a request's spans -> links and members, and the answers back (correlate.py) ------ */
 
 static PyObject *member_type, *mapped_type, *a_response_id, *cache_hit;  /* setup() */
-static PyObject *s_trace_id, *s_span_id, *s_parent_span_id, *s_attrs, *s_start_ns, *s_record, *s_keep,
-    *s_index, *k_usage, *k_source_flags, *k_source_dialect, *k_request_id, *k_prompt, *k_completion,
+static PyObject *s_trace_id, *s_span_id, *s_parent_span_id, *s_attrs, *s_start_ns, *s_record, *k_usage, *k_source_flags, *k_source_dialect, *k_request_id, *k_prompt, *k_completion,
     *k_details, *k_cached, *k_write, *k_read_input, *k_creation_input, *k_input, *k_output, *k_creation, *zero;
 
 /* "<a>:<b>", as the f-string makes it. */
@@ -1128,13 +1126,11 @@ PyMODINIT_FUNC PyInit__correlator(void) {
         if (member_names[i] == NULL) return NULL;
     }
     struct { PyObject **slot; const char *text; } names[] = {
-        {&s_key, "key"}, {&s_parent_key, "parent_key"}, {&s_dialect, "dialect"}, {&s_usage, "usage"},
-        {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_response_id, "response_id"},
-        {&s_request_id, "request_id"}, {&s_family, "family"}, {&s_count, "count"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
+        {&s_model, "model"}, {&s_end_ns, "end_ns"}, {&s_count, "count"}, {&s_lower, "lower"}, {&s_popleft, "popleft"},
         {&s_remove, "remove"}, {&s_append, "append"}, {&s_empty, ""},
         {&s_trace_id, "trace_id"}, {&s_span_id, "span_id"}, {&s_parent_span_id, "parent_span_id"},
-        {&s_attrs, "attrs"}, {&s_start_ns, "start_ns"}, {&s_record, "record"}, {&s_keep, "keep"},
-        {&s_index, "index"}, {&k_usage, "usage"}, {&k_source_flags, "source_flags"},
+        {&s_attrs, "attrs"}, {&s_start_ns, "start_ns"}, {&s_record, "record"},
+        {&k_usage, "usage"}, {&k_source_flags, "source_flags"},
         {&k_source_dialect, "source_dialect"}, {&k_request_id, "request_id"}, {&k_prompt, "prompt_tokens"},
         {&k_completion, "completion_tokens"}, {&k_details, "prompt_tokens_details"}, {&k_cached, "cached_tokens"},
         {&k_write, "cache_write_tokens"}, {&k_read_input, "cache_read_input_tokens"},

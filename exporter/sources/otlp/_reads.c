@@ -23,6 +23,19 @@ static PyObject *unbound(const char *what) {
     return NULL;
 }
 
+/* attrs.get(key) into *value (a new reference; NULL when a dict lacks the key), ``plain`` when attrs
+ * is an exact dict. -1: error. */
+static int attr_get(PyObject *attrs, int plain, PyObject *key, PyObject **value) {
+    if (plain) {
+        *value = PyDict_GetItemWithError(attrs, key);
+        if (*value == NULL) return PyErr_Occurred() ? -1 : 0;
+        Py_INCREF(*value);
+        return 0;
+    }
+    *value = PyObject_CallMethodOneArg(attrs, s_get, key);  /* any Mapping */
+    return *value == NULL ? -1 : 0;
+}
+
 /* first_string(attrs, keys, limit=256): the first non-empty string among keys. */
 static PyObject *first_string(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 2 || nargs > 3) {
@@ -58,14 +71,7 @@ static PyObject *first_string(PyObject *module, PyObject *const *args, Py_ssize_
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GET_ITEM(keys, i);
         PyObject *value;
-        if (plain) {
-            value = PyDict_GetItemWithError(attrs, key);
-            if (value == NULL && PyErr_Occurred()) return NULL;
-            Py_XINCREF(value);
-        } else {  /* any Mapping: attrs.get(key) */
-            value = PyObject_CallMethodOneArg(attrs, s_get, key);
-            if (value == NULL) return NULL;
-        }
+        if (attr_get(attrs, plain, key, &value) < 0) return NULL;
         if (value == NULL || value == Py_None) {
             Py_XDECREF(value);
             continue;
@@ -136,14 +142,7 @@ static PyObject *read_counts(PyObject *module, PyObject *const *args, Py_ssize_t
         }
         if (values[index] != NULL) continue;
         PyObject *name = PyTuple_GET_ITEM(pair, 1), *raw;
-        if (plain) {
-            raw = PyDict_GetItemWithError(attrs, name);
-            if (raw == NULL && PyErr_Occurred()) goto done;
-            Py_XINCREF(raw);
-        } else {
-            raw = PyObject_CallMethodOneArg(attrs, s_get, name);
-            if (raw == NULL) goto done;
-        }
+        if (attr_get(attrs, plain, name, &raw) < 0) goto done;
         if (raw == NULL || raw == Py_None) {
             Py_XDECREF(raw);
             continue;
@@ -342,7 +341,7 @@ static PyObject *bind(PyObject *module, PyObject *args) {
 /* setup_mapping(kit): the mapping's classes, helpers and names, once (mapping.py gives them). */
 enum {
     K_PLAN_FOR, K_DETECT, K_NORMALISE, K_FOLDED, K_SAVINGS, K_OPTIMIZER, K_GATEWAY, K_COMPLETENESS,
-    K_UNDECIDED, K_FALLBACK, K_IGNORED, K_IGNORED_NOT_CALL, K_MAPPED, K_REJECTED, K_BAD_VALUE, K_PLAN,
+    K_UNDECIDED, K_FALLBACK, K_IGNORED_NOT_CALL, K_MAPPED, K_REJECTED, K_BAD_VALUE, K_PLAN,
     K_VIEW, K_S_REQUEST_ID, K_A_RESPONSE_ID, K_MAX_ID_CHARS, K_A_OPERATION, K_A_OI_KIND, K_A_AGENT_NAME,
     K_A_PAI_AGENT_NAME, K_AGGREGATE_OPERATIONS, K_OI_MODEL_KINDS, K_OI_ROLLUP_KINDS, K_IGNORED_ROLLUP,
     K_COMPLETENESS_ORDER, K_KNOWN_FLAGS, K_CACHE_HIT, K_SIZE

@@ -250,7 +250,7 @@ MAPPING_LOOP = "c" if c_reads is not None and NATIVE else "python"
 if c_reads is not None:
     c_reads.setup_mapping((
         plan_for, detect_dialect, normalise_provider, _FOLDED, _savings, _optimizer,
-        gateway_keys, completeness, UNDECIDED, FALLBACK, _IGNORED, _IGNORED[IGNORE_NOT_MODEL_CALL], Mapped, Rejected,
+        gateway_keys, completeness, UNDECIDED, FALLBACK, _IGNORED[IGNORE_NOT_MODEL_CALL], Mapped, Rejected,
         BadValue, Plan, SpanView, S_REQUEST_ID, A_RESPONSE_ID, MAX_ID_CHARS,
         # _rollup_or_not_call's names and sets, and completeness's order, for their C twins
         A_OPERATION, A_OI_KIND, A_AGENT_NAME, A_PAI_AGENT_NAME, _AGGREGATE_OPERATIONS, _OI_MODEL_KINDS,
