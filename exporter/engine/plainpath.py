@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from exporter.engine import fastparse
 from exporter.engine.aggregate import (
     CACHE_READ,
     FRESH,
@@ -63,9 +64,30 @@ SLOT_SECONDS = 900  # the pipeline's slot of (month, price version)
 NO_RARE_KEY = (UNSET, UNSET, UNSET, UNSET, UNSET, None, None, None, None, None)
 TIERED, UNKNOWN_TIER = 1, 2  # the pipeline's route flags (Route's last item)
 
+try:  # the loop in C (_plain.c), built when the install had a C compiler
+    from exporter.engine import _plain as _native
+except ImportError:  # pragma: no cover - exercised by installs without a compiler
+    _native = None  # type: ignore[assignment]
+# Whether ingest_canonical runs the C loop; the Python loop below counts the same, line for line.
+NATIVE = _native is not None
+LOOP = "c" if NATIVE else "python"  # printed by `replay --json`'s stats and the sidecar's start-up line
+
 
 def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
-    """Count canonical ``lines`` (no newline; blank ones are no record) into ``pipeline``."""
+    """Count canonical ``lines`` (no newline; blank ones are no record) into ``pipeline``.
+
+    The C loop counts the plain lines and hands every other line, whole, to ``ingest_python``."""
+    if NATIVE:
+        agg = pipeline.aggregates
+        if agg.cells is not pipeline._routes_cells:  # as count_record does, once per batch
+            pipeline._clear_routes(agg)
+        _native.count(pipeline, lines)
+    else:
+        ingest_python(pipeline, lines)
+
+
+def ingest_python(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
+    """The plain line's loop in Python: the C loop's twin and its fallback, line by line."""
     agg = pipeline.aggregates
     if agg.cells is not pipeline._routes_cells:  # as count_record does, once per batch
         pipeline._clear_routes(agg)
@@ -201,3 +223,13 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
         except RecursionError:
             consume(NESTS_TOO_DEEPLY)
         ts_limit, routes = min(pipeline._future_limit, max_seconds), pipeline._routes
+
+
+def _new_minute(prefix: str) -> int | None:
+    """A minute the cache has not seen, for the C loop: as the Python loop finds it."""
+    return _minute_start(prefix, parse_ts)
+
+
+if _native is not None:
+    _native.setup(fastparse._Line, fastparse._Usage, fastparse._Details, fastparse._CacheCreation, UNSET,
+                  _DECODER.decode, _DECODE_ERRORS, _minute_starts, _new_minute, ingest_python, float(MAX_EPOCH_SECONDS))

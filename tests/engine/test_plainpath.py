@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,9 +108,25 @@ def _seen_minutes() -> None:
         fast_ts(minute + "00Z", parse_ts, MAX_EPOCH_SECONDS)
 
 
-def _pipeline(table: PriceTable, oldest_month: str | None, window_days: float) -> Pipeline:
+# Each test runs the C loop (_plain.c) and the Python loop; without the C module only the Python one.
+LOOPS = [True, False] if plainpath._native is not None else [False]
+
+
+@contextmanager
+def loop(native: bool) -> Iterator[None]:
+    """``ingest_canonical`` with the C loop (``native``) or the Python one."""
+    before = plainpath.NATIVE
+    plainpath.NATIVE = native
+    try:
+        yield
+    finally:
+        plainpath.NATIVE = before
+
+
+def _pipeline(table: PriceTable, oldest_month: str | None, window_days: float, stable: bool = True) -> Pipeline:
     return Pipeline(table, caps=LabelCaps(max_models=4, max_tenants=2, max_methods=2),
-                    ledger=DedupeLedger(window_days), oldest_month=oldest_month, wall_clock=lambda: WALL)
+                    ledger=DedupeLedger(window_days, stable=stable), oldest_month=oldest_month,
+                    wall_clock=lambda: WALL)
 
 
 def _state(pipeline: Pipeline) -> Any:
@@ -117,28 +135,33 @@ def _state(pipeline: Pipeline) -> Any:
             pipeline.aggregates.newest_ts)
 
 
+@pytest.mark.parametrize("native", LOOPS)
 @settings(max_examples=400, deadline=None)
 @given(lines, st.sampled_from(sorted(TABLES)), st.sampled_from([None, "2026-11"]), st.sampled_from([40.0, 0.02]),
-       st.integers(1, 7))
-def test_the_plain_loop_counts_what_the_reference_counts(log: list[bytes], table: str, oldest_month: str | None,
-                                                         window_days: float, batch: int) -> None:
+       st.integers(1, 7), st.booleans())
+def test_the_plain_loop_counts_what_the_reference_counts(native: bool, log: list[bytes], table: str,
+                                                         oldest_month: str | None, window_days: float, batch: int,
+                                                         stable: bool) -> None:
     _seen_minutes()
-    fast = _pipeline(TABLES[table], oldest_month, window_days)
-    reference = _pipeline(TABLES[table], oldest_month, window_days)
-    for start in range(0, len(log), batch):  # the loop binds caches per batch: several batches
-        fast.ingest_lines(log[start:start + batch])
+    fast = _pipeline(TABLES[table], oldest_month, window_days, stable)
+    reference = _pipeline(TABLES[table], oldest_month, window_days, stable)
+    with loop(native):
+        for start in range(0, len(log), batch):  # the loop binds caches per batch: several batches
+            fast.ingest_lines(log[start:start + batch])
     reference.ingest_lines(log, decoder=lambda line: parse_line_reference(line, None))
     assert _state(fast) == _state(reference)
 
 
-def test_plain_lines_are_counted_in_full() -> None:
+@pytest.mark.parametrize("native", LOOPS)
+def test_plain_lines_are_counted_in_full(native: bool) -> None:
     """A hand-checked log: two plain records, a duplicate, and a rare-key line, through the canonical path."""
     pipeline = _pipeline(TABLES["two versions"], None, 40.0)
     line = {"ts": "2026-11-01T00:01:02Z", "request_id": "a", "model": "alpha", "tokens_before": 100,
             "tokens_after": 60, "usage": {"input_tokens": 60, "output_tokens": 5}}
-    pipeline.ingest_lines([json.dumps(line).encode(), json.dumps(line).encode(),
-                           json.dumps({**line, "request_id": "b", "tokens_after": 100}).encode(),
-                           json.dumps({**line, "request_id": "c", "response_cache": "exact"}).encode()])
+    with loop(native):
+        pipeline.ingest_lines([json.dumps(line).encode(), json.dumps(line).encode(),
+                               json.dumps({**line, "request_id": "b", "tokens_after": 100}).encode(),
+                               json.dumps({**line, "request_id": "c", "response_cache": "exact"}).encode()])
     totals = pipeline.aggregates.month_totals()["2026-11"]
     assert (totals["requests"], totals["tokens_saved"], totals["duplicates"]) == (2, 40, 1)
 
@@ -188,27 +211,32 @@ def _random_log(rng: random.Random, size: int) -> list[bytes]:
     return log
 
 
+@pytest.mark.parametrize("native", LOOPS)
+@pytest.mark.parametrize("stable", [True, False])
 @pytest.mark.parametrize("table", sorted(TABLES))
 @pytest.mark.parametrize("seed", range(4))
-def test_long_plain_logs_count_alike(table: str, seed: int) -> None:
+def test_long_plain_logs_count_alike(native: bool, stable: bool, table: str, seed: int) -> None:
     """Thousands of mostly plain lines in batches of random size: the loop's caches across batches."""
     _seen_minutes()
     rng = random.Random(seed)
     log = _random_log(rng, 3000)
     oldest, window = rng.choice([None, "2026-11"]), rng.choice([40.0, 0.02])
-    fast, reference = _pipeline(TABLES[table], oldest, window), _pipeline(TABLES[table], oldest, window)
+    fast = _pipeline(TABLES[table], oldest, window, stable)
+    reference = _pipeline(TABLES[table], oldest, window, stable)
     start = 0
-    while start < len(log):
-        size = rng.randrange(1, 400)
-        fast.ingest_lines(log[start:start + size])
-        start += size
+    with loop(native):
+        while start < len(log):
+            size = rng.randrange(1, 400)
+            fast.ingest_lines(log[start:start + size])
+            start += size
     reference.ingest_lines(log, decoder=lambda line: parse_line_reference(line, None))
     assert _state(fast) == _state(reference)
     assert fast.aggregates.divergence and fast.aggregates.duplicates  # the log reached those counts
 
 
+@pytest.mark.parametrize("native", LOOPS)
 @pytest.mark.parametrize("seed", range(2))
-def test_minutes_not_seen_before_count_alike(seed: int) -> None:
+def test_minutes_not_seen_before_count_alike(native: bool, seed: int) -> None:
     """With fastparse's minute cache empty, the loop finds each new minute itself (invalid ones go on as before)."""
     rng = random.Random(seed)
     log = _random_log(rng, 1500)
@@ -219,13 +247,15 @@ def test_minutes_not_seen_before_count_alike(seed: int) -> None:
     fast = _pipeline(TABLES["two versions"], None, 40.0)
     reference = _pipeline(TABLES["two versions"], None, 40.0)
     _minute_starts.clear()
-    fast.ingest_lines(log)
+    with loop(native):
+        fast.ingest_lines(log)
     reference.ingest_lines(log, decoder=lambda line: parse_line_reference(line, None))
     assert _state(fast) == _state(reference)
     assert fast.rejections >= len(log) // 51
 
 
-def test_a_new_minute_stays_in_the_plain_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("native", LOOPS)
+def test_a_new_minute_stays_in_the_plain_loop(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A plain line whose minute fastparse has never seen is counted by the loop, not sent to fast_record."""
     _minute_starts.clear()
 
@@ -233,6 +263,7 @@ def test_a_new_minute_stays_in_the_plain_loop(monkeypatch: pytest.MonkeyPatch) -
         raise AssertionError("the plain line left the loop")
 
     monkeypatch.setattr(plainpath, "fast_record", general_path)
+    monkeypatch.setattr(plainpath, "NATIVE", native)
     pipeline = _pipeline(TABLES["two versions"], None, 40.0)
     pipeline.ingest_lines([json.dumps({"ts": f"2026-11-01T00:{minute:02d}:07Z", "request_id": f"m{minute}",
                                        "model": "alpha", "tokens_before": 10, "tokens_after": 4}).encode()

@@ -1,0 +1,915 @@
+/* The plain canonical line's loop in C (the fast path of plainpath.ingest_canonical).
+ *
+ * count(pipeline, lines): every line the Python loop would count as plain and ordinary is
+ * decoded (msgspec's typed decoder, the same call) and counted here, on the pipeline's own
+ * dictionaries, cells and ledger; any other line - undecodable, a rare key, a timestamp of
+ * another shape, a minute, 15-minute slot or route not seen yet, a future, expired or
+ * implausible record, a tiered route - is handed whole, before anything of it is counted, to
+ * the Python loop (``fallback(pipeline, (line,))``), which decides it exactly as before. What is
+ * counted here is what the Python loop counts for the same line, step for step and in the
+ * same order: tests/engine/test_plainpath.py runs both against the reference parser, and
+ * test_plain_c.py compares the two loops' aggregates and ledgers directly.
+ *
+ * The replay's ledger (``stable=False``, ids keyed by the process's string hash) is worked on
+ * here as DedupeLedger.seen_before works on it (the same shards, hour buckets and count); a
+ * stable ledger's seen_before is called. Nothing of a line but its counts, labels and id is
+ * read, and nothing is logged.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <math.h>
+#include <string.h>
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* --- set up once (setup()) --------------------------------------------------------------- */
+
+enum { L_TS, L_REQUEST_ID, L_MODEL, L_PROVIDER, L_TENANT, L_BEFORE, L_AFTER, L_METHOD, L_TEXT_BEFORE,
+       L_TEXT_AFTER, L_WOULD_SAVE, L_COMPONENTS, L_USAGE, L_MESSAGES_BEFORE, L_MESSAGES_AFTER, L_OPTIMIZER,
+       L_SOURCE_FLAGS, L_RESPONSE_CACHE, L_REQUESTED_MODEL, L_SERVICE_TIER, L_SIZE };
+static const char *const LINE_FIELDS[L_SIZE] = {
+    "ts", "request_id", "model", "provider", "tenant", "tokens_before", "tokens_after", "count_method",
+    "text_before", "text_after", "would_have_saved", "components", "usage", "messages_before", "messages_after",
+    "optimizer", "source_flags", "response_cache", "requested_model", "service_tier"};
+enum { U_PROMPT, U_COMPLETION, U_PROMPT_DETAILS, U_HIT, U_MISS, U_INPUT, U_CACHE_READ, U_CACHE_CREATION_TOKENS,
+       U_OUTPUT, U_CACHE_CREATION, U_INPUT_DETAILS, U_OUTPUT_DETAILS, U_G_PROMPT, U_G_CACHED, U_G_CANDIDATES,
+       U_G_THOUGHTS, U_B_INPUT, U_B_OUTPUT, U_B_READ, U_B_WRITE, U_SIZE };
+static const char *const USAGE_FIELDS[U_SIZE] = {
+    "prompt_tokens", "completion_tokens", "prompt_tokens_details", "prompt_cache_hit_tokens",
+    "prompt_cache_miss_tokens", "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+    "output_tokens", "cache_creation", "input_tokens_details", "output_tokens_details", "promptTokenCount",
+    "cachedContentTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "inputTokens", "outputTokens",
+    "cacheReadInputTokens", "cacheWriteInputTokens"};
+enum { D_CACHED, D_WRITE, D_CREATION, D_SIZE };
+static const char *const DETAILS_FIELDS[D_SIZE] = {"cached_tokens", "cache_write_tokens", "cache_creation_tokens"};
+enum { S_5M, S_1H, S_SIZE };
+static const char *const SPLIT_FIELDS[S_SIZE] = {"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"};
+
+static PyTypeObject *line_type, *usage_type, *details_type, *split_type;
+static Py_ssize_t line_at[L_SIZE], usage_at[U_SIZE], details_at[D_SIZE], split_at[S_SIZE];
+static PyObject *unset, *decode, *decode_errors, *minutes, *new_minute, *fallback, *s_provider;
+static double max_epoch_seconds;
+/* the cell's columns and the route's width (engine.cells, pipeline.Route) */
+enum { REQUESTS, FRESH, CACHE_READ, WRITE_5M, WRITE_1H, OUTPUT, SAVED, WOULD_SAVE, BASE_COMPACTED, BASE_UNTOUCHED,
+       SENT_UNTOUCHED, CELL_MIN_WIDTH };
+#define ROUTE_WIDTH 7
+#define SLOT_SECONDS 900
+
+/* The slots' offsets of ``type``'s fields (each a member descriptor of an object slot). */
+static int learn(PyObject *type, const char *const *fields, int n, Py_ssize_t *out, PyTypeObject **keep) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "setup: a struct type expected");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *descr = PyObject_GetAttrString(type, fields[i]);
+        if (descr == NULL) return -1;
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type)
+                 && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        if (ok) out[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "setup: %s is not a slot", fields[i]);
+            return -1;
+        }
+    }
+    Py_XSETREF(*keep, (PyTypeObject *)Py_NewRef(type));
+    return 0;
+}
+
+/* setup(line, usage, details, split, UNSET, decode, decode_errors, minute_starts, new_minute, fallback,
+ *       max_epoch) */
+static PyObject *setup(PyObject *module, PyObject *args) {
+    PyObject *types[4], *values[6];
+    double max_epoch;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOd", &types[0], &types[1], &types[2], &types[3], &values[0], &values[1],
+                          &values[2], &values[3], &values[4], &values[5], &max_epoch))
+        return NULL;
+    if (!PyDict_CheckExact(values[3])) {
+        PyErr_SetString(PyExc_TypeError, "setup: the minute cache is a dict");
+        return NULL;
+    }
+    if (learn(types[0], LINE_FIELDS, L_SIZE, line_at, &line_type) < 0
+        || learn(types[1], USAGE_FIELDS, U_SIZE, usage_at, &usage_type) < 0
+        || learn(types[2], DETAILS_FIELDS, D_SIZE, details_at, &details_type) < 0
+        || learn(types[3], SPLIT_FIELDS, S_SIZE, split_at, &split_type) < 0)
+        return NULL;
+    Py_XSETREF(unset, Py_NewRef(values[0]));
+    Py_XSETREF(decode, Py_NewRef(values[1]));
+    Py_XSETREF(decode_errors, Py_NewRef(values[2]));
+    Py_XSETREF(minutes, Py_NewRef(values[3]));
+    Py_XSETREF(new_minute, Py_NewRef(values[4]));
+    Py_XSETREF(fallback, Py_NewRef(values[5]));
+    if (s_provider == NULL && !(s_provider = PyUnicode_InternFromString("provider"))) return NULL;
+    max_epoch_seconds = max_epoch;
+    Py_RETURN_NONE;
+}
+
+/* --- usage: fastparse.fast_usage over the typed block ------------------------------------ */
+
+/* A count field: 1 and *out when an int (msgspec bounded it to 0..2**53-1), 0 for UNSET or None (``or 0``),
+ * -1 for anything else (not a typed decode's: the line goes to the Python loop). */
+static int count_of(PyObject *value, long long *out) {
+    *out = 0;
+    if (value == unset || value == Py_None) return 0;
+    if (!PyLong_CheckExact(value)) return -1;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || *out < 0 || (*out == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 1;
+}
+
+typedef struct {
+    long long fresh, read, write_5m, write_1h, output;
+} Tiers;
+
+#define FIELD(obj, at, i) SLOT(obj, (at)[i])
+#define COUNT(obj, at, i, out) \
+    do { if (count_of(FIELD(obj, at, i), (out)) < 0) return -1; } while (0)
+#define PRESENT(obj, at, i) (FIELD(obj, at, i) != unset)
+
+/* 1 with the tiers, 0 when fast_usage returns None or raises _Unusual (not plain), -1 for a value no typed
+ * decode gives (also not plain). */
+static int usage_tiers(PyObject *u, Tiers *t) {
+    if (Py_TYPE(u) != usage_type) return -1;
+    for (int i = 0; i < U_SIZE; i++)
+        if (FIELD(u, usage_at, i) == NULL) return -1;
+    long long a, b, c, d;
+    memset(t, 0, sizeof *t);
+    if (PRESENT(u, usage_at, U_PROMPT) || PRESENT(u, usage_at, U_HIT)) {  /* OpenAI chat (+ DeepSeek) */
+        long long prompt, cached = 0, written = 0, hit, miss;
+        COUNT(u, usage_at, U_PROMPT, &prompt);
+        PyObject *details = FIELD(u, usage_at, U_PROMPT_DETAILS);
+        if (details != unset && details != Py_None) {
+            if (Py_TYPE(details) != details_type) return -1;
+            COUNT(details, details_at, D_CACHED, &cached);
+            COUNT(details, details_at, D_WRITE, &written);
+            if (!written) COUNT(details, details_at, D_CREATION, &written);
+        }
+        if (PRESENT(u, usage_at, U_HIT)) {
+            COUNT(u, usage_at, U_HIT, &hit);
+            if (cached && cached != hit) return 0;
+            cached = hit;
+            if (PRESENT(u, usage_at, U_MISS)) {
+                COUNT(u, usage_at, U_MISS, &miss);
+                if (hit + miss != prompt) return 0;
+            }
+        }
+        if (cached + written > prompt) return 0;
+        COUNT(u, usage_at, U_COMPLETION, &t->output);
+        t->fresh = prompt - cached - written, t->read = cached, t->write_5m = written;
+        return 1;
+    }
+    if (PRESENT(u, usage_at, U_G_PROMPT) || PRESENT(u, usage_at, U_G_CANDIDATES)) {  /* Gemini */
+        COUNT(u, usage_at, U_G_PROMPT, &a);
+        COUNT(u, usage_at, U_G_CACHED, &b);
+        if (b > a) return 0;
+        COUNT(u, usage_at, U_G_CANDIDATES, &c);
+        COUNT(u, usage_at, U_G_THOUGHTS, &d);
+        t->fresh = a - b, t->read = b, t->output = c + d;
+        return 1;
+    }
+    if (PRESENT(u, usage_at, U_B_INPUT) || PRESENT(u, usage_at, U_B_OUTPUT)) {  /* Bedrock Converse */
+        COUNT(u, usage_at, U_B_INPUT, &t->fresh);
+        COUNT(u, usage_at, U_B_READ, &t->read);
+        COUNT(u, usage_at, U_B_WRITE, &t->write_5m);
+        COUNT(u, usage_at, U_B_OUTPUT, &t->output);
+        return 1;
+    }
+    if (PRESENT(u, usage_at, U_INPUT_DETAILS) || PRESENT(u, usage_at, U_OUTPUT_DETAILS)) {  /* OpenAI responses */
+        long long cached = 0;
+        COUNT(u, usage_at, U_INPUT, &a);
+        PyObject *details = FIELD(u, usage_at, U_INPUT_DETAILS);
+        if (details != unset && details != Py_None) {
+            if (Py_TYPE(details) != details_type) return -1;
+            COUNT(details, details_at, D_CACHED, &cached);
+        }
+        if (cached > a) return 0;
+        COUNT(u, usage_at, U_OUTPUT, &t->output);
+        t->fresh = a - cached, t->read = cached;
+        return 1;
+    }
+    if (PRESENT(u, usage_at, U_CACHE_READ) || PRESENT(u, usage_at, U_CACHE_CREATION_TOKENS)
+        || PRESENT(u, usage_at, U_CACHE_CREATION) || PRESENT(u, usage_at, U_INPUT) || PRESENT(u, usage_at, U_OUTPUT)) {
+        long long creation, w5, w1h;  /* Anthropic */
+        COUNT(u, usage_at, U_CACHE_CREATION_TOKENS, &creation);
+        PyObject *split = FIELD(u, usage_at, U_CACHE_CREATION);
+        int has_split = 0;
+        if (split != unset && split != Py_None) {
+            if (Py_TYPE(split) != split_type) return -1;
+            has_split = PRESENT(split, split_at, S_5M) || PRESENT(split, split_at, S_1H);
+        }
+        if (has_split) {
+            COUNT(split, split_at, S_5M, &w5);
+            COUNT(split, split_at, S_1H, &w1h);
+            PyObject *given = FIELD(u, usage_at, U_CACHE_CREATION_TOKENS);
+            if (given != Py_None && given != unset && w5 + w1h != creation) return 0;
+        } else {
+            w5 = creation, w1h = 0;
+        }
+        COUNT(u, usage_at, U_INPUT, &t->fresh);
+        COUNT(u, usage_at, U_CACHE_READ, &t->read);
+        COUNT(u, usage_at, U_OUTPUT, &t->output);
+        t->write_5m = w5, t->write_1h = w1h;
+        return 1;
+    }
+    return 0;
+}
+
+/* --- the batch's bindings: the pipeline's maps, read again after any Python code ran ------- */
+
+/* A route looked up, with what its records added since, not yet written to its cell and the aggregates'
+ * maps: a Python int is made once per flush instead of once per addition. Nothing else reads the cell or the
+ * maps while count() runs (the pipeline's lock is held); everything is flushed before any Python code that
+ * could (the Python loop, the end of count()). A map's key not yet in it is added at once, so the maps'
+ * order is the order the Python loop would give them. */
+typedef struct {
+    PyObject *key, *route;
+    long long cell[CELL_MIN_WIDTH];
+    long long unpriced, component, compacted[2], untouched[2];  /* divergence pairs: (after, prompt) */
+    unsigned char has_unpriced, has_component, has_compacted, has_untouched, dirty;
+    unsigned epoch;
+} Entry;
+#define ROUTE_CACHE 4096  /* a power of two: 1024 sets of WAYS */
+#define WAYS 4
+
+typedef struct {
+    PyObject *pipeline, *agg, *routes, *slots, *oldest_month;
+    PyObject *duplicates, *unpriced, *by_component, *divergence;
+    double ts_limit, newest;
+    long long cap;
+    /* the ledger: its bound seen_before when stable, else its own parts */
+    PyObject *ledger, *seen_before, *shards, *current;
+    unsigned long long mask;
+    long long count, max_ids;
+    int count_dirty;
+    double current_start, current_end;
+    /* caches (any value they hold is what a lookup would give while no Python code runs) */
+    char minute[17];
+    int have_minute;
+    long long minute_start;
+    double slot_start, slot_end;
+    PyObject *slot_month, *slot_version;  /* borrowed from the slot tuple, held by slot_tuple */
+    PyObject *slot_tuple;
+    int slot_current;  /* its month is not older than oldest_month */
+    PyObject *make_slot;  /* the pipeline's _slot */
+    Entry *cache;  /* ROUTE_CACHE routes looked up, by a hash of their key's labels */
+    unsigned epoch;  /* moved on after any Python code: an entry of an older one is looked up again */
+    int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
+    int newest_dirty;
+} Batch;
+
+static PyObject *get_attr(PyObject *obj, const char *name) { return PyObject_GetAttrString(obj, name); }
+
+static int get_double(PyObject *obj, const char *name, double *out) {
+    PyObject *value = get_attr(obj, name);
+    if (value == NULL) return -1;
+    *out = PyFloat_AsDouble(value);
+    Py_DECREF(value);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int get_long(PyObject *obj, const char *name, long long *out) {
+    PyObject *value = get_attr(obj, name);
+    if (value == NULL) return -1;
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
+    Py_DECREF(value);
+    if (*out == -1 && PyErr_Occurred()) return -1;
+    if (overflow) *out = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+    return 0;
+}
+
+static int flush_entry(Batch *b, Entry *e);
+
+static int flush_routes(Batch *b) {
+    int rc = 0;
+    for (int i = 0; i < b->n_used; i++)
+        if (b->cache[b->used[i]].dirty && flush_entry(b, &b->cache[b->used[i]]) < 0) rc = -1;
+    return rc;
+}
+
+static int flush_newest(Batch *b) {
+    int rc = 0;
+    if (b->newest_dirty) {
+        PyObject *value = PyFloat_FromDouble(b->newest);
+        if (value == NULL || PyObject_SetAttrString(b->agg, "newest_ts", value) < 0) rc = -1;
+        Py_XDECREF(value);
+        b->newest_dirty = 0;
+    }
+    return rc;
+}
+
+static void release(Batch *b) {
+    Py_CLEAR(b->agg); Py_CLEAR(b->routes); Py_CLEAR(b->slots); Py_CLEAR(b->oldest_month);
+    Py_CLEAR(b->duplicates); Py_CLEAR(b->unpriced); Py_CLEAR(b->by_component); Py_CLEAR(b->divergence);
+    Py_CLEAR(b->ledger); Py_CLEAR(b->seen_before); Py_CLEAR(b->shards); Py_CLEAR(b->current);
+    Py_CLEAR(b->slot_tuple);
+    Py_CLEAR(b->make_slot);
+    b->have_minute = 0;
+    b->slot_start = b->slot_end = 0.0;
+}
+
+/* The route cache emptied (what it held flushed before). */
+static void drop_cache(Batch *b) {
+    for (int i = 0; i < b->n_used; i++) {
+        Entry *e = &b->cache[b->used[i]];
+        Py_CLEAR(e->key);
+        Py_CLEAR(e->route);
+        e->dirty = 0;
+    }
+    b->n_used = 0;
+}
+
+/* The ledger's count, written back before any Python code reads it. */
+static int write_back(Batch *b) {
+    if (!b->count_dirty) return 0;
+    PyObject *count = PyLong_FromLongLong(b->count);
+    if (count == NULL) return -1;
+    int rc = PyObject_SetAttrString(b->ledger, "_count", count);
+    Py_DECREF(count);
+    b->count_dirty = 0;
+    return rc;
+}
+
+static int read_ledger(Batch *b) {
+    Py_CLEAR(b->shards); Py_CLEAR(b->current);
+    if (!(b->shards = get_attr(b->ledger, "_shards")) || !(b->current = get_attr(b->ledger, "_current"))) return -1;
+    long long mask;
+    if (!PyList_CheckExact(b->shards) || !PyByteArray_CheckExact(b->current)
+        || get_long(b->ledger, "_mask", &mask) < 0 || get_long(b->ledger, "_count", &b->count) < 0
+        || get_long(b->ledger, "max_ids", &b->max_ids) < 0
+        || get_double(b->ledger, "_current_start", &b->current_start) < 0
+        || get_double(b->ledger, "_current_end", &b->current_end) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the ledger's shards or bucket changed type");
+        return -1;
+    }
+    if (mask < 0 || mask >= PyList_GET_SIZE(b->shards)) {
+        PyErr_SetString(PyExc_ValueError, "the ledger's mask does not fit its shards");
+        return -1;
+    }
+    b->mask = (unsigned long long)mask;
+    return 0;
+}
+
+static int bind(Batch *b) {
+    release(b);
+    PyObject *pipeline = b->pipeline, *stable = NULL;
+    double future;
+    if (!(b->agg = get_attr(pipeline, "aggregates")) || !(b->routes = get_attr(pipeline, "_routes"))
+        || !(b->slots = get_attr(pipeline, "_slots")) || !(b->make_slot = get_attr(pipeline, "_slot")) || !(b->oldest_month = get_attr(pipeline, "oldest_month"))
+        || !(b->duplicates = get_attr(b->agg, "duplicates")) || !(b->unpriced = get_attr(b->agg, "unpriced"))
+        || !(b->by_component = get_attr(b->agg, "components")) || !(b->divergence = get_attr(b->agg, "divergence"))
+        || !(b->ledger = get_attr(pipeline, "ledger")) || !(stable = get_attr(b->ledger, "stable")))
+        goto fail;
+    if (!PyDict_CheckExact(b->routes) || !PyDict_CheckExact(b->slots) || !PyDict_CheckExact(b->duplicates)
+        || !PyDict_CheckExact(b->unpriced) || !PyDict_CheckExact(b->by_component)
+        || !PyDict_CheckExact(b->divergence)) {
+        PyErr_SetString(PyExc_TypeError, "the pipeline's maps are dicts");
+        goto fail;
+    }
+    if (get_double(pipeline, "_future_limit", &future) < 0 || get_long(pipeline, "max_request_tokens", &b->cap) < 0
+        || get_double(b->agg, "newest_ts", &b->newest) < 0)
+        goto fail;
+    b->ts_limit = future < max_epoch_seconds ? future : max_epoch_seconds;
+    int is_stable = PyObject_IsTrue(stable);
+    Py_CLEAR(stable);
+    if (is_stable < 0) goto fail;
+    b->count_dirty = 0;
+    if (is_stable ? !(b->seen_before = get_attr(b->ledger, "seen_before")) : read_ledger(b) < 0) goto fail;
+    return 0;
+fail:
+    Py_XDECREF(stable);
+    return -1;
+}
+
+/* Everything read again after Python code ran. The routes looked up stay, with what they hold, while the
+ * aggregates and their maps are the same objects (the Python loop only adds to them); each is looked up
+ * again at its next use (a new epoch), since the routes may have been cleared or remade. */
+static int rebind(Batch *b) {
+    PyObject *agg = get_attr(b->pipeline, "aggregates"), *maps[3] = {NULL, NULL, NULL};
+    int same = agg == b->agg;
+    if (agg && (!(maps[0] = get_attr(agg, "unpriced")) || !(maps[1] = get_attr(agg, "components"))
+                || !(maps[2] = get_attr(agg, "divergence"))))
+        same = -1;
+    if (agg == NULL) same = -1;
+    if (same == 1) same = maps[0] == b->unpriced && maps[1] == b->by_component && maps[2] == b->divergence;
+    Py_XDECREF(agg);
+    for (int i = 0; i < 3; i++) Py_XDECREF(maps[i]);
+    if (same < 0) return -1;
+    if (!same) {  /* not seen in the Python loop: what was counted goes where it was counted, then a new cache */
+        int rc = flush_routes(b);
+        drop_cache(b);
+        if (rc < 0) return -1;
+    }
+    b->epoch++;
+    return bind(b);
+}
+
+/* --- the ledger: DedupeLedger.seen_before, stable=False ----------------------------------- */
+
+static int append(PyObject *bytearray, const char *digest) {
+    Py_ssize_t size = PyByteArray_GET_SIZE(bytearray);
+    if (PyByteArray_Resize(bytearray, size + 8) < 0) return -1;
+    memcpy(PyByteArray_AS_STRING(bytearray) + size, digest, 8);
+    return 0;
+}
+
+/* Call ledger.<name>(args...) with the count written back before and everything read again after. */
+static int ledger_call(Batch *b, const char *name, PyObject *digest, double ts) {
+    if (write_back(b) < 0) return -1;
+    PyObject *result = digest ? PyObject_CallMethod(b->ledger, name, "Od", digest, ts)
+                              : PyObject_CallMethod(b->ledger, name, NULL);
+    if (result == NULL) return -1;
+    Py_DECREF(result);
+    return read_ledger(b);
+}
+
+/* 1 when ``request_id`` was seen before, 0 when it is new (and is recorded), -1 on error. */
+static int seen_before(Batch *b, PyObject *request_id, double ts) {
+    if (b->seen_before) {
+        PyObject *ts_obj = PyFloat_FromDouble(ts);
+        if (ts_obj == NULL) return -1;
+        PyObject *args[2] = {request_id, ts_obj};
+        PyObject *result = PyObject_Vectorcall(b->seen_before, args, 2, NULL);
+        Py_DECREF(ts_obj);
+        if (result == NULL) return -1;
+        int seen = PyObject_IsTrue(result);
+        Py_DECREF(result);
+        return seen;
+    }
+    Py_hash_t key = PyObject_Hash(request_id);
+    if (key == -1 && PyErr_Occurred()) return -1;
+    unsigned long long bits = (unsigned long long)(long long)key;
+    unsigned char digest[8];  /* struct.pack("<q", key) */
+    for (int i = 0; i < 8; i++) digest[i] = (unsigned char)(bits >> (8 * i));
+    Py_ssize_t index = (Py_ssize_t)(bits & b->mask);
+    PyObject *shard = PyList_GET_ITEM(b->shards, index);
+    if (shard == Py_None) {
+        PyObject *made = PyByteArray_FromStringAndSize((const char *)digest, 8);
+        if (made == NULL) return -1;
+        PyList_SetItem(b->shards, index, made);  /* steals; drops the None */
+    } else {
+        if (!PyByteArray_CheckExact(shard)) {
+            PyErr_SetString(PyExc_TypeError, "a ledger shard is a bytearray");
+            return -1;
+        }
+        const char *at = PyByteArray_AS_STRING(shard);
+        Py_ssize_t size = PyByteArray_GET_SIZE(shard);
+        /* held at an 8-byte-aligned offset (what shard.find and _aligned_find decide together) */
+        for (Py_ssize_t pos = 0; pos + 8 <= size; pos += 8)
+            if (memcmp(at + pos, digest, 8) == 0) return 1;
+        if (append(shard, (const char *)digest) < 0) return -1;
+    }
+    b->count++, b->count_dirty = 1;
+    if (b->current_start <= ts && ts < b->current_end) {
+        if (append(b->current, (const char *)digest) < 0) return -1;
+    } else {
+        PyObject *packed = PyBytes_FromStringAndSize((const char *)digest, 8);
+        if (packed == NULL) return -1;
+        int rc = ledger_call(b, "_file", packed, ts);
+        Py_DECREF(packed);
+        if (rc < 0) return -1;
+    }
+    if (b->count > b->max_ids && ledger_call(b, "_evict", NULL, 0.0) < 0) return -1;
+    return 0;
+}
+
+/* --- counting ------------------------------------------------------------------------------ */
+
+/* d[key] = d.get(key, 0) + n */
+static int dict_add(PyObject *d, PyObject *key, long long n) {
+    PyObject *old = PyDict_GetItemWithError(d, key), *sum;
+    if (old == NULL && PyErr_Occurred()) return -1;
+    PyObject *add = PyLong_FromLongLong(n);
+    if (add == NULL) return -1;
+    sum = old ? PyNumber_Add(old, add) : Py_NewRef(add);
+    Py_DECREF(add);
+    if (sum == NULL) return -1;
+    int rc = PyDict_SetItem(d, key, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+/* list[i] += n */
+static int list_add(PyObject *list, Py_ssize_t i, long long n) {
+    PyObject *old = PyList_GET_ITEM(list, i), *sum;
+    long long value, total;
+    int overflow;
+    if (PyLong_CheckExact(old) && (value = PyLong_AsLongLongAndOverflow(old, &overflow), !overflow)
+        && !__builtin_add_overflow(value, n, &total)) {
+        sum = PyLong_FromLongLong(total);
+    } else {
+        PyObject *add = PyLong_FromLongLong(n);
+        if (add == NULL) return -1;
+        sum = PyNumber_Add(old, add);
+        Py_DECREF(add);
+    }
+    if (sum == NULL) return -1;
+    PyList_SET_ITEM(list, i, sum);
+    Py_DECREF(old);
+    return 0;
+}
+
+static int ascii_only(const char *p, Py_ssize_t n) {
+    unsigned long long any = 0, word;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&word, p + i, 8);
+        any |= word;
+    }
+    for (; i < n; i++) any |= (unsigned char)p[i];
+    return !(any & 0x8080808080808080ULL);
+}
+
+static int labels_equal(PyObject *a, PyObject *b) {  /* str or None, as a dict key compares them */
+    if (a == b) return 1;
+    if (!PyUnicode_CheckExact(a) || !PyUnicode_CheckExact(b)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    return n == PyUnicode_GET_LENGTH(b) && PyUnicode_KIND(a) == PyUnicode_KIND(b)
+           && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
+}
+
+/* A label's characters mixed into h, eight bytes at a time (the route cache's index: a collision only
+ * costs a lookup). */
+static unsigned long long mix(unsigned long long h, PyObject *label) {
+    const unsigned long long k = 0x9E3779B97F4A7C15ULL;
+    if (label == Py_None) return (h ^ 0xff) * k;
+    const unsigned char *p = (const unsigned char *)PyUnicode_DATA(label);
+    size_t n = (size_t)(PyUnicode_GET_LENGTH(label) * PyUnicode_KIND(label));
+    unsigned long long word;
+    h = (h ^ n) * k;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&word, p, 8);
+        h = (h ^ word) * k;
+        h ^= h >> 32;
+    }
+    if (n) {
+        word = 0;
+        memcpy(&word, p, n);
+        h = (h ^ word) * k;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+/* d[key] = d.get(key, 0) + n, or only *pending += n when *known says the key is in d already. */
+static int dict_add_known(PyObject *d, PyObject *key, long long n, long long *pending, unsigned char *known) {
+    if (*known) {
+        *pending += n;
+        return 0;
+    }
+    *known = 1;
+    return dict_add(d, key, n);
+}
+
+static int flush_pair(Batch *b, PyObject *key, long long *pending) {
+    PyObject *pair = PyDict_GetItemWithError(b->divergence, key);
+    if (pair == NULL || !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) < 2) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a divergence pair is a list of two");
+        return -1;
+    }
+    int rc = (pending[0] && list_add(pair, 0, pending[0]) < 0) || (pending[1] && list_add(pair, 1, pending[1]) < 0);
+    pending[0] = pending[1] = 0;
+    return rc ? -1 : 0;
+}
+
+static int flush_entry(Batch *b, Entry *e) {
+    PyObject *route = e->route, *cell = PyTuple_GET_ITEM(route, 0);
+    int rc = 0;
+    e->dirty = 0;
+    for (int i = 0; i < CELL_MIN_WIDTH; i++)
+        if (e->cell[i]) {
+            if (list_add(cell, i, e->cell[i]) < 0) rc = -1;
+            e->cell[i] = 0;
+        }
+    if (e->unpriced && dict_add(b->unpriced, PyTuple_GET_ITEM(route, 2), e->unpriced) < 0) rc = -1;
+    if (e->component && dict_add(b->by_component, PyTuple_GET_ITEM(route, 3), e->component) < 0) rc = -1;
+    e->unpriced = e->component = 0;
+    if ((e->compacted[0] || e->compacted[1]) && flush_pair(b, PyTuple_GET_ITEM(route, 4), e->compacted) < 0) rc = -1;
+    if ((e->untouched[0] || e->untouched[1]) && flush_pair(b, PyTuple_GET_ITEM(route, 5), e->untouched) < 0) rc = -1;
+    return rc;
+}
+
+/* The cache entry of the route of (month, version, model, provider, tenant, method, priced savings, None)
+ * when the routes hold it, else NULL (the line goes to the Python loop, which makes it); NULL with an
+ * error set on error. */
+static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject *model, PyObject *provider,
+                         PyObject *tenant, PyObject *method, int savings) {
+    PyObject *flag = savings ? Py_True : Py_False;
+    if (!PyUnicode_CheckExact(month)) return NULL;  /* every slot's month is a str */
+    unsigned long long h = mix(mix(mix(mix(mix(0xcbf29ce484222325ULL, month), model), provider), tenant), method);
+    h ^= (unsigned long long)(size_t)version * 17 + (unsigned long long)savings;
+    h ^= h >> 29;
+    int set = (int)(h & (ROUTE_CACHE / WAYS - 1)) * WAYS, index = set + (int)((h >> 40) & (WAYS - 1));
+    Entry *e = NULL;
+    for (int way = 0; way < WAYS; way++) {
+        Entry *at = &b->cache[set + way];
+        PyObject *key = at->key;
+        if (key == NULL) {  /* the set's first empty way: where a new route goes */
+            index = set + way;
+            break;
+        }
+        if (PyTuple_GET_ITEM(key, 1) == version && PyTuple_GET_ITEM(key, 6) == flag
+            && labels_equal(PyTuple_GET_ITEM(key, 2), model) && labels_equal(PyTuple_GET_ITEM(key, 0), month)
+            && labels_equal(PyTuple_GET_ITEM(key, 3), provider) && labels_equal(PyTuple_GET_ITEM(key, 4), tenant)
+            && labels_equal(PyTuple_GET_ITEM(key, 5), method)) {
+            if (at->epoch == b->epoch) return at;
+            PyObject *now = PyDict_GetItemWithError(b->routes, key);  /* its own key: no hashing of new labels */
+            if (now == at->route) {
+                at->epoch = b->epoch;
+                return at;
+            }
+            if (now == NULL && PyErr_Occurred()) return NULL;
+            index = set + way;
+            break;
+        }
+    }
+    e = &b->cache[index];
+    PyObject *key;
+    if (!(key = PyTuple_Pack(8, month, version, model, provider, tenant, method, flag, Py_None))) return NULL;
+    PyObject *route = PyDict_GetItemWithError(b->routes, key);
+    if (route == NULL || !PyTuple_CheckExact(route) || PyTuple_GET_SIZE(route) != ROUTE_WIDTH
+        || !PyList_CheckExact(PyTuple_GET_ITEM(route, 0)) || PyList_GET_SIZE(PyTuple_GET_ITEM(route, 0)) < CELL_MIN_WIDTH
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(route, 6))) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    if (e->dirty && flush_entry(b, e) < 0) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    if (e->key == NULL) b->used[b->n_used++] = index;
+    Py_XSETREF(e->key, key);
+    Py_XSETREF(e->route, Py_NewRef(route));
+    e->has_unpriced = e->has_component = e->has_compacted = e->has_untouched = 0;
+    e->epoch = b->epoch;
+    return e;
+}
+
+/* The line's epoch seconds as the Python loop finds them from a plain timestamp: the minute from the cache,
+ * else new_minute(prefix) (fastparse._minute_start, which fills the cache); 0 when it is no minute or the
+ * second is not 00-59 (the Python loop decides those), -1 on error. */
+static int seconds_of(Batch *b, PyObject *text, double *ts) {
+    const char *t = (const char *)PyUnicode_DATA(text);
+    if (!(b->have_minute && memcmp(t, b->minute, 17) == 0)) {
+        PyObject *prefix = PyUnicode_FromStringAndSize(t, 17);
+        if (prefix == NULL) return -1;
+        PyObject *start = PyDict_GetItemWithError(minutes, prefix);
+        if (start != NULL) {
+            Py_INCREF(start);
+        } else if (!PyErr_Occurred()) {
+            start = PyObject_Vectorcall(new_minute, &prefix, 1, NULL);
+        }
+        Py_DECREF(prefix);
+        if (start == NULL) return -1;
+        int overflow = 0;
+        long long value = PyLong_CheckExact(start) ? PyLong_AsLongLongAndOverflow(start, &overflow) : -1;
+        int is_int = PyLong_CheckExact(start);
+        Py_DECREF(start);
+        if (!is_int || overflow || (value == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        memcpy(b->minute, t, 17);
+        b->have_minute = 1, b->minute_start = value;
+    }
+    if (t[17] < '0' || t[17] > '5' || t[18] < '0' || t[18] > '9') return 0;
+    *ts = (double)(b->minute_start + (t[17] - '0') * 10 + (t[18] - '0'));
+    return 1;
+}
+
+/* (month, version) of ``ts`` into b, as the Python loop finds them: the slot remembered, else the pipeline's
+ * slots, else its _slot(ts) (which remembers it unless a price version starts inside); whether the month
+ * is not older than oldest_month with it. 1, or -1 on error. */
+static int slot_of(Batch *b, double ts) {
+    if (b->slot_tuple && b->slot_start <= ts && ts < b->slot_end) return 1;
+    PyObject *ts_obj = PyFloat_FromDouble(ts), *divisor = PyLong_FromLong(SLOT_SECONDS), *index = NULL, *slot = NULL;
+    int rc = -1;
+    if (!ts_obj || !divisor || !(index = PyNumber_FloorDivide(ts_obj, divisor))) goto done;
+    if ((slot = PyDict_GetItemWithError(b->slots, index)) != NULL) {
+        Py_INCREF(slot);
+    } else if (PyErr_Occurred() || !(slot = PyObject_Vectorcall(b->make_slot, &ts_obj, 1, NULL))) {
+        goto done;
+    }
+    if (!PyTuple_CheckExact(slot) || PyTuple_GET_SIZE(slot) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a slot is a (month, version) tuple");
+        goto done;
+    }
+    int remembered = PyDict_Contains(b->slots, index);
+    if (remembered < 0) goto done;
+    Py_XSETREF(b->slot_tuple, Py_NewRef(slot));
+    b->slot_month = PyTuple_GET_ITEM(slot, 0), b->slot_version = PyTuple_GET_ITEM(slot, 1);
+    double at = PyFloat_AsDouble(index);
+    if (at == -1.0 && PyErr_Occurred()) goto done;
+    /* not remembered (a price version starts inside): good for this line only */
+    b->slot_start = remembered ? at * SLOT_SECONDS : 0.0, b->slot_end = remembered ? (at + 1) * SLOT_SECONDS : 0.0;
+    b->slot_current = 1;
+    if (b->oldest_month != Py_None) {
+        int newer = PyObject_RichCompareBool(b->slot_month, b->oldest_month, Py_GE);
+        if (newer < 0) goto done;
+        b->slot_current = newer;
+    }
+    rc = 1;
+done:
+    Py_XDECREF(ts_obj);
+    Py_XDECREF(divisor);
+    Py_XDECREF(index);
+    Py_XDECREF(slot);
+    return rc;
+}
+
+static int within(long long value, long long cap) { return value <= cap; }
+
+/* Count one decoded line when it is plain and ordinary: 1 counted (or a duplicate), 0 for the Python
+ * loop (nothing of it counted), -1 on error. */
+static int count_line(Batch *b, PyObject *line, PyObject *raw) {
+    if (Py_TYPE(raw) != line_type) return 0;
+    PyObject *f[L_SIZE];
+    for (int i = 0; i < L_SIZE; i++)
+        if ((f[i] = SLOT(raw, line_at[i])) == NULL) return 0;
+    if (f[L_TEXT_BEFORE] != unset || f[L_TEXT_AFTER] != unset || f[L_MESSAGES_BEFORE] != unset
+        || f[L_MESSAGES_AFTER] != unset || f[L_SOURCE_FLAGS] != unset || f[L_RESPONSE_CACHE] != Py_None
+        || f[L_OPTIMIZER] != Py_None || f[L_REQUESTED_MODEL] != Py_None || f[L_SERVICE_TIER] != Py_None
+        || f[L_COMPONENTS] != Py_None)
+        return 0;
+    PyObject *text = f[L_TS];
+    if (!PyUnicode_CheckExact(text) || PyUnicode_GET_LENGTH(text) != 20 || !PyUnicode_IS_ASCII(text)
+        || ((const char *)PyUnicode_DATA(text))[19] != 'Z'
+        || !ascii_only(PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line)))
+        return 0;
+    double ts;
+    int rc = seconds_of(b, text, &ts);
+    if (rc <= 0) return rc;
+    PyObject *request_id = f[L_REQUEST_ID], *provider = f[L_PROVIDER], *tenant = f[L_TENANT];
+    PyObject *before_obj = f[L_BEFORE], *after_obj = f[L_AFTER], *would_obj = f[L_WOULD_SAVE];
+    if (!PyUnicode_CheckExact(request_id) || PyUnicode_GET_LENGTH(request_id) == 0
+        || !(provider == Py_None || (PyUnicode_CheckExact(provider) && PyUnicode_GET_LENGTH(provider)))
+        || !(tenant == Py_None || (PyUnicode_CheckExact(tenant) && PyUnicode_GET_LENGTH(tenant)))
+        || (before_obj == Py_None) != (after_obj == Py_None))
+        return 0;
+    long long before = 0, after = 0, would_save = 0;
+    if (count_of(before_obj, &before) < 0 || count_of(after_obj, &after) < 0 || count_of(would_obj, &would_save) < 0
+        || before_obj == unset || after_obj == unset || would_obj == unset)
+        return 0;
+    int has_savings = before_obj != Py_None, has_would = would_obj != Py_None;
+    Tiers t = {0, 0, 0, 0, 0};
+    PyObject *u = f[L_USAGE];
+    if (u != Py_None && usage_tiers(u, &t) != 1) return 0;
+    long long prompt = t.fresh + t.read + t.write_5m + t.write_1h;
+    if (!(ts <= b->ts_limit)) return 0;
+    if (slot_of(b, ts) < 0) return -1;
+    PyObject *month = b->slot_month, *version = b->slot_version;
+    if (!b->slot_current) return 0;  /* an expired month: the Python loop refuses it */
+    if (!(within(t.output, b->cap) && within(prompt, b->cap)
+          && (!has_savings || (within(before, b->cap) && within(after, b->cap)))
+          && (!has_would || within(would_save, b->cap))))
+        return 0;
+    /* the route before the ledger: a line the Python loop must route goes there with nothing recorded */
+    PyObject *model = f[L_MODEL], *method = f[L_METHOD];
+    if (!PyUnicode_CheckExact(model) || !(method == Py_None || PyUnicode_CheckExact(method))) return 0;
+    Entry *e = find_route(b, month, version, model, provider, tenant, method, has_savings || has_would);
+    if (e == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *route = e->route;
+    long long flags = PyLong_AsLongLong(PyTuple_GET_ITEM(route, 6));
+    if (flags == -1 && PyErr_Occurred()) return -1;
+    if (flags) return 0;  /* an unknown service tier or a tiered model: the Python loop */
+    Py_INCREF(route);  /* held across the ledger (which may run Python code) */
+    Py_INCREF(month);
+    rc = seen_before(b, request_id, ts);
+    if (rc != 0) {
+        if (rc == 1) rc = dict_add(b->duplicates, month, 1) < 0 ? -1 : 1;
+        goto done;
+    }
+    rc = -1;
+    if (ts > b->newest) b->newest = ts, b->newest_dirty = 1;
+    if (e->route != route) {  /* the ledger's Python code looked up nothing here; a change is a bug */
+        PyErr_SetString(PyExc_RuntimeError, "the route cache changed under the ledger");
+        goto done;
+    }
+    e->dirty = 1;
+    if (PyTuple_GET_ITEM(route, 2) != Py_None
+        && dict_add_known(b->unpriced, PyTuple_GET_ITEM(route, 2), 1, &e->unpriced, &e->has_unpriced) < 0)
+        goto done;
+    e->cell[REQUESTS] += 1;
+    if (u != Py_None) {
+        e->cell[FRESH] += t.fresh, e->cell[CACHE_READ] += t.read, e->cell[WRITE_5M] += t.write_5m;
+        e->cell[WRITE_1H] += t.write_1h, e->cell[OUTPUT] += t.output;
+    }
+    if (has_would) e->cell[WOULD_SAVE] += would_save;
+    if (has_savings) {
+        long long saved = 0;
+        if (before > after) {
+            saved = before - after;
+            e->cell[SAVED] += saved, e->cell[BASE_COMPACTED] += before;
+        } else {
+            e->cell[BASE_UNTOUCHED] += before, e->cell[SENT_UNTOUCHED] += after;
+        }
+        if (dict_add_known(b->by_component, PyTuple_GET_ITEM(route, 3), saved, &e->component, &e->has_component) < 0)
+            goto done;
+        int by_provider = method != Py_None && labels_equal(method, s_provider);
+        if (u != Py_None && !by_provider) {
+            PyObject *div_key = PyTuple_GET_ITEM(route, saved ? 4 : 5);
+            long long *pending = saved ? e->compacted : e->untouched;
+            unsigned char *known = saved ? &e->has_compacted : &e->has_untouched;
+            if (!*known) {  /* divergence.setdefault(key, [0, 0]), in the order the Python loop adds keys */
+                PyObject *pair = PyDict_GetItemWithError(b->divergence, div_key);
+                if (pair == NULL) {
+                    if (PyErr_Occurred() || !(pair = Py_BuildValue("[ii]", 0, 0))) goto done;
+                    int set = PyDict_SetItem(b->divergence, div_key, pair);
+                    Py_DECREF(pair);
+                    if (set < 0) goto done;
+                }
+                *known = 1;
+            }
+            pending[0] += after, pending[1] += prompt;
+        }
+    }
+    rc = 1;
+done:
+    Py_DECREF(route);
+    Py_DECREF(month);
+    return rc;
+}
+
+/* count(pipeline, lines): see the top of this file. */
+static PyObject *count(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *pipeline, *lines, *iterator = NULL, *line = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &pipeline, &lines)) return NULL;
+    if (line_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "count before setup");
+        return NULL;
+    }
+    Batch b;
+    memset(&b, 0, sizeof b);
+    b.pipeline = pipeline;
+    b.cache = PyMem_Calloc(ROUTE_CACHE, sizeof(Entry));
+    b.used = PyMem_Malloc(ROUTE_CACHE * sizeof(int));
+    if (b.cache == NULL || b.used == NULL) {
+        PyMem_Free(b.cache);
+        PyMem_Free(b.used);
+        return PyErr_NoMemory();
+    }
+    if (bind(&b) < 0 || !(iterator = PyObject_GetIter(lines))) goto done;
+    while ((line = PyIter_Next(iterator)) != NULL) {
+        int counted = 0;
+        if (PyBytes_CheckExact(line)) {
+            PyObject *raw = PyObject_Vectorcall(decode, &line, 1, NULL);
+            if (raw == NULL) {
+                if (!PyErr_ExceptionMatches(decode_errors)) goto done;
+                PyErr_Clear();  /* the Python loop decodes it again and takes the general path */
+            } else {
+                counted = count_line(&b, line, raw);
+                Py_DECREF(raw);
+                if (counted < 0) goto done;
+            }
+        }
+        if (!counted) {  /* the Python loop, with the ledger's count written back and everything read again */
+            PyObject *one = PyTuple_Pack(1, line), *done_one = NULL;
+            if (one == NULL || flush_newest(&b) < 0 || write_back(&b) < 0) {
+                Py_XDECREF(one);
+                goto done;
+            }
+            PyObject *call_args[2] = {pipeline, one};
+            done_one = PyObject_Vectorcall(fallback, call_args, 2, NULL);
+            Py_DECREF(one);
+            if (done_one == NULL) goto done;
+            Py_DECREF(done_one);
+            if (rebind(&b) < 0) goto done;
+        }
+        Py_CLEAR(line);
+    }
+    if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(line);
+    Py_XDECREF(iterator);
+    {  /* what was counted is written back whatever stopped the loop; its error, if any, is the one raised */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        int failed = b.agg != NULL && (flush_routes(&b) < 0) | (flush_newest(&b) < 0);
+        if (b.ledger != NULL && write_back(&b) < 0) failed = 1;
+        if (type != NULL) PyErr_Restore(type, value, traceback);
+        if (type != NULL || failed) Py_CLEAR(result);
+    }
+    release(&b);
+    drop_cache(&b);
+    PyMem_Free(b.cache);
+    PyMem_Free(b.used);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "The record's typed structs and the loop's Python pieces, given once."},
+    {"count", count, METH_VARARGS, "Count canonical lines into a pipeline (plainpath.ingest_canonical)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_plain", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__plain(void) { return PyModule_Create(&module_def); }

@@ -1,0 +1,113 @@
+"""The plain line's loop in C (engine/_plain.c) leaves what its Python twin leaves, ledger included.
+
+test_plainpath.py holds both loops to the reference parser's aggregates; here the two loops are held
+to each other on everything they touch: every aggregate in dict order, the rejections, the dedupe
+ledger's own parts (its shards, hour buckets, count and evictions: the C loop works on them itself
+when the ledger is replay's), and what is counted when the Python code it hands a line to raises.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from exporter.engine import plainpath
+from exporter.engine.dedupe import DedupeLedger
+from exporter.engine.labels import LabelCaps
+from exporter.engine.pipeline import Pipeline
+from tests.engine.test_plainpath import TABLES, WALL, _random_log, _seen_minutes, loop
+
+pytestmark = pytest.mark.skipif(plainpath._native is None, reason="the C loop is not built (no compiler)")
+
+
+def _pipeline(table: str, oldest: str | None, window: float, max_ids: int, stable: bool) -> Pipeline:
+    return Pipeline(TABLES[table], caps=LabelCaps(max_models=4, max_tenants=2, max_methods=2),
+                    ledger=DedupeLedger(window, max_ids, stable=stable), oldest_month=oldest, wall_clock=lambda: WALL)
+
+
+def _everything(pipeline: Pipeline) -> Any:
+    agg, ledger = pipeline.aggregates, pipeline.ledger
+    maps = {name: list(getattr(agg, name).items()) for name in
+            ("cells", "duplicates", "unpriced", "components", "divergence", "flagged")}
+    return (maps, agg.to_state(), agg.newest_ts, pipeline.rejections, pipeline.last_rejection,
+            [(cap.name, cap.overflow, sorted(cap.values)) for cap in pipeline.caps.all()],
+            (ledger._count, ledger.evicted, [bytes(s) if s is not None else None for s in ledger._shards],
+             list(ledger._buckets.items()), ledger._newest_bucket, ledger._current_start, ledger._current_end))
+
+
+def _both(lines_in_batches: list[list[bytes]], **options: Any) -> tuple[Any, Any]:
+    states = []
+    for native in (True, False):
+        pipeline = _pipeline(**options)
+        with loop(native):
+            for batch in lines_in_batches:
+                pipeline.ingest_lines(batch)
+        states.append(_everything(pipeline))
+    return states[0], states[1]
+
+
+@pytest.mark.parametrize("stable", [False, True])
+@pytest.mark.parametrize("max_ids", [40, 1_000_000])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_two_loops_leave_the_same_state(stable: bool, max_ids: int, seed: int) -> None:
+    """Random logs in random batches, a ledger small enough to evict and a window short enough to expire."""
+    _seen_minutes()
+    rng = random.Random(seed)
+    log = _random_log(rng, 2500)
+    batches, start = [], 0
+    while start < len(log):
+        size = rng.randrange(1, 300)
+        batches.append(log[start:start + size])
+        start += size
+    table, oldest, window = rng.choice(sorted(TABLES)), rng.choice([None, "2026-11"]), rng.choice([40.0, 0.02])
+    c_state, python_state = _both(batches, table=table, oldest=oldest, window=window, max_ids=max_ids, stable=stable)
+    assert c_state == python_state
+    assert c_state[2] > 0 and c_state[6][0] > 0  # the log counted records and filled the ledger
+
+
+def test_any_iterable_of_lines() -> None:
+    """A generator, a tuple, and lines that are bytearrays (the C loop hands them to Python) count alike."""
+    _seen_minutes()
+    log = _random_log(random.Random(7), 300)
+    odd = [bytearray(line) if index % 5 == 0 else line for index, line in enumerate(log)]
+
+    def generator(lines: list[Any]) -> Iterable[Any]:
+        yield from lines
+    for form in (tuple, generator):
+        states = []
+        for native in (True, False):
+            pipeline = _pipeline("two versions", None, 40.0, 1_000_000, False)
+            with loop(native):
+                pipeline.ingest_lines(form(odd))
+            states.append(_everything(pipeline))
+        assert states[0] == states[1]
+        assert states[0][2] > 0
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_what_was_counted_stays_when_the_python_loop_raises(stable: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the Python loop takes raises: the lines before it are counted as the Python loop counts them."""
+    _seen_minutes()
+    log = _random_log(random.Random(3), 400)
+    bad = json.dumps({"ts": "2026-11-01T00:00:01Z", "request_id": "boom", "model": "alpha",
+                      "response_cache": "exact"}).encode()  # a rare key: always the Python loop's
+    log.insert(250, bad)
+
+    def fails(raw: Any, line: bytes, *_args: Any) -> Any:
+        if line == bad:
+            raise RuntimeError("the general path failed")
+        return real(raw, line, *_args)
+    real = plainpath.fast_record
+    monkeypatch.setattr(plainpath, "fast_record", fails)
+    states = []
+    for native in (True, False):
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, stable)
+        with loop(native), pytest.raises(RuntimeError, match="general path failed"):
+            pipeline.ingest_lines(log)
+        states.append(_everything(pipeline))
+    assert states[0] == states[1]
+    assert states[0][2] > 0
