@@ -655,6 +655,41 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
 /* The line's epoch seconds as the Python loop finds them from a plain timestamp: the minute from the cache,
  * else new_minute(prefix) (fastparse._minute_start, which fills the cache); 0 when it is no minute or the
  * second is not 00-59 (the Python loop decides those), -1 on error. */
+/* Epoch seconds of the minute ``YYYY-MM-DDTHH:MM:`` when it is a real one from 1970 on, -1 otherwise (then
+ * the reference decides): what datetime.fromisoformat(prefix + "00Z").timestamp() gives for such a minute. */
+static long long minute_epoch(const char *t) {
+    int digit[12], at[12] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15};
+    for (int i = 0; i < 12; i++) {
+        if (t[at[i]] < '0' || t[at[i]] > '9') return -1;
+        digit[i] = t[at[i]] - '0';
+    }
+    if (t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':') return -1;
+    long long year = digit[0] * 1000 + digit[1] * 100 + digit[2] * 10 + digit[3];
+    int month = digit[4] * 10 + digit[5], day = digit[6] * 10 + digit[7];
+    int hour = digit[8] * 10 + digit[9], minute = digit[10] * 10 + digit[11];
+    static const int days_in[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (year < 1970 || month < 1 || month > 12 || day < 1 || day > days_in[month - 1] + (month == 2 && leap)
+        || hour > 23 || minute > 59)
+        return -1;
+    /* days from 1970-01-01 (the civil-from-days inverse, proleptic Gregorian, as datetime counts) */
+    long long y = year - (month <= 2), era = y / 400, yoe = y - era * 400;
+    long long doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    long long days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+    return days * 86400 + hour * 3600 + minute * 60;
+}
+
+/* fastparse._minute_start for a minute minute_epoch knows (a bounded cache: cleared at 100,000 entries). */
+static PyObject *remember_minute(PyObject *prefix, long long start) {
+    if (PyDict_GET_SIZE(minutes) >= 100000) PyDict_Clear(minutes);
+    PyObject *value = PyLong_FromLongLong(start);
+    if (value == NULL || PyDict_SetItem(minutes, prefix, value) < 0) {
+        Py_XDECREF(value);
+        return NULL;
+    }
+    return value;
+}
+
 static int seconds_of(Batch *b, PyObject *text, double *ts) {
     const char *t = (const char *)PyUnicode_DATA(text);
     if (!(b->have_minute && memcmp(t, b->minute, 17) == 0)) {
@@ -664,7 +699,9 @@ static int seconds_of(Batch *b, PyObject *text, double *ts) {
         if (start != NULL) {
             Py_INCREF(start);
         } else if (!PyErr_Occurred()) {
-            start = PyObject_Vectorcall(new_minute, &prefix, 1, NULL);
+            long long epoch = minute_epoch(t);
+            start = epoch >= 0 && epoch <= max_epoch_seconds ? remember_minute(prefix, epoch)
+                                                             : PyObject_Vectorcall(new_minute, &prefix, 1, NULL);
         }
         Py_DECREF(prefix);
         if (start == NULL) return -1;

@@ -14,11 +14,15 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from exporter.engine import plainpath
 from exporter.engine.dedupe import DedupeLedger
+from exporter.engine.fastparse import _minute_starts
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
+from exporter.engine.records import parse_ts
 from tests.engine.test_plainpath import TABLES, WALL, _random_log, _seen_minutes, loop
 
 pytestmark = pytest.mark.skipif(plainpath._native is None, reason="the C loop is not built (no compiler)")
@@ -111,3 +115,34 @@ def test_what_was_counted_stays_when_the_python_loop_raises(stable: bool, monkey
         states.append(_everything(pipeline))
     assert states[0] == states[1]
     assert states[0][2] > 0
+
+
+# the edges weighted up: month ends (February of leap and common years), 1969/1970, the last valid day
+minutes = st.builds(lambda y, mo, d, h, mi: f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:",
+                    st.one_of(st.integers(1960, 2100), st.sampled_from([1969, 1970, 1900, 2000, 2100, 2400, 9999, 1]),
+                              st.integers(1, 9999)),
+                    st.one_of(st.sampled_from([2, 2, 12, 1]), st.integers(0, 13)),
+                    st.one_of(st.sampled_from([28, 29, 30, 31, 1]), st.integers(0, 32)),
+                    st.one_of(st.sampled_from([0, 23]), st.integers(0, 24)),
+                    st.one_of(st.sampled_from([0, 59]), st.integers(0, 60)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(minutes, min_size=1, max_size=30), st.integers(0, 59))
+@example(["2025-02-29T00:00:", "2024-02-29T23:59:", "2100-02-29T00:00:", "2000-02-29T00:00:", "1969-12-31T23:59:",
+          "1970-01-01T00:00:", "9999-12-30T00:00:", "9999-12-30T00:01:", "2026-04-31T00:00:"], 7)
+def test_a_new_minute_is_the_reference_minute(prefixes: list[str], second: int) -> None:
+    """The C loop works out a minute it has not seen itself (1970 on); the cache then holds what the reference
+    parser gives, and the count is the Python loop's."""
+    lines = [json.dumps({"ts": f"{prefix}{second:02d}Z", "request_id": f"r{index}", "model": "alpha",
+                         "tokens_before": 10, "tokens_after": 4}).encode() for index, prefix in enumerate(prefixes)]
+    states = []
+    for native in (True, False):
+        _minute_starts.clear()
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, False)
+        with loop(native):
+            pipeline.ingest_lines(lines)
+        states.append((_everything(pipeline), dict(_minute_starts)))
+    assert states[0] == states[1]
+    for prefix, start in states[0][1].items():
+        assert start == int(parse_ts(prefix + "00Z"))
