@@ -874,17 +874,101 @@ done:
     return rc;
 }
 
-/* count(pipeline, lines): see the top of this file. */
+/* --- the loop ------------------------------------------------------------------------------ */
+
+/* A line read ahead: decoded (or what decoding it raised, raised again when its turn comes), and where its
+ * id sits in the ledger's shards (-1: not known), so the memory it will touch is fetched while the lines
+ * before it are counted. Decoding has no side effect; nothing else of a line is done before its turn. */
+typedef struct {
+    PyObject *line, *raw, *error[3];
+    Py_ssize_t shard;
+} Ahead;
+
+#define AHEAD 4  /* the line counted now and three read ahead (a list or tuple only: see count()) */
+
+static void clear_ahead(Ahead *a) {
+    Py_CLEAR(a->line);
+    Py_CLEAR(a->raw);
+    for (int i = 0; i < 3; i++) Py_CLEAR(a->error[i]);
+}
+
+/* Decode ``line`` (a new reference, kept) into ``a``; what decoding raises waits for the line's turn. */
+static void read_ahead(Batch *b, PyObject *line, Ahead *a) {
+    a->line = line, a->raw = NULL, a->shard = -1;
+    a->error[0] = a->error[1] = a->error[2] = NULL;
+    if (!PyBytes_CheckExact(line)) return;
+    a->raw = PyObject_Vectorcall(decode, &line, 1, NULL);
+    if (a->raw == NULL) {
+        if (PyErr_ExceptionMatches(decode_errors)) PyErr_Clear();  /* the Python loop decodes it again */
+        else PyErr_Fetch(&a->error[0], &a->error[1], &a->error[2]);
+        return;
+    }
+    PyObject *id = Py_TYPE(a->raw) == line_type ? SLOT(a->raw, line_at[L_REQUEST_ID]) : NULL;
+    if (b->shards != NULL && id != NULL && PyUnicode_CheckExact(id)) {  /* replay's ledger: where the id goes */
+        Py_hash_t key = PyObject_Hash(id);  /* cached in the str: seen_before's own hash is then free */
+        if (key == -1) {
+            PyErr_Clear();
+            return;
+        }
+        a->shard = (Py_ssize_t)((unsigned long long)(long long)key & b->mask);
+        __builtin_prefetch(&((PyListObject *)b->shards)->ob_item[a->shard]);
+    }
+}
+
+/* The next steps of a line's fetch, each reading only what the step before fetched: the shard object
+ * (1: its pointer, fetched when the line was read), then the shard's digests (2: its header, fetched by 1). */
+static void fetch_ahead(Batch *b, Ahead *a, int step) {
+    if (a->shard < 0 || b->shards == NULL || a->shard >= PyList_GET_SIZE(b->shards)) return;
+    PyObject *shard = PyList_GET_ITEM(b->shards, a->shard);
+    if (shard == Py_None) return;
+    if (step == 1) {
+        __builtin_prefetch(shard);
+        __builtin_prefetch((char *)shard + sizeof(PyByteArrayObject) - 1);
+    } else if (PyByteArray_CheckExact(shard)) {
+        const char *at = PyByteArray_AS_STRING(shard);
+        Py_ssize_t size = PyByteArray_GET_SIZE(shard);
+        for (Py_ssize_t offset = 0; offset < size; offset += 64) __builtin_prefetch(at + offset);
+        if (size) __builtin_prefetch(at + size - 1);
+    }
+}
+
+/* Count one line read ahead: in C when it is plain and ordinary, else by the Python loop. */
+static int count_one(Batch *b, Ahead *a) {
+    if (a->error[0] != NULL) {
+        PyErr_Restore(a->error[0], a->error[1], a->error[2]);
+        a->error[0] = a->error[1] = a->error[2] = NULL;
+        return -1;
+    }
+    int counted = a->raw != NULL ? count_line(b, a->line, a->raw) : 0;
+    if (counted) return counted < 0 ? -1 : 0;
+    /* the Python loop, with the ledger's count and the newest time written back, everything read again after */
+    PyObject *one = PyTuple_Pack(1, a->line);
+    if (one == NULL || flush_newest(b) < 0 || write_back(b) < 0) {
+        Py_XDECREF(one);
+        return -1;
+    }
+    PyObject *call_args[2] = {b->pipeline, one};
+    PyObject *done = PyObject_Vectorcall(fallback, call_args, 2, NULL);
+    Py_DECREF(one);
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+    return rebind(b);
+}
+
+/* count(pipeline, lines): see the top of this file. A list or tuple of lines is read ahead (decoding is
+ * pure); any other iterable one line at a time, since producing a line may itself count something. */
 static PyObject *count(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *pipeline, *lines, *iterator = NULL, *line = NULL, *result = NULL;
+    PyObject *pipeline, *lines, *iterator = NULL, *result = NULL;
     if (!PyArg_ParseTuple(args, "OO", &pipeline, &lines)) return NULL;
     if (line_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "count before setup");
         return NULL;
     }
     Batch b;
+    Ahead ahead[AHEAD];
     memset(&b, 0, sizeof b);
+    memset(ahead, 0, sizeof ahead);
     b.pipeline = pipeline;
     b.cache = PyMem_Calloc(ROUTE_CACHE, sizeof(Entry));
     b.used = PyMem_Malloc(ROUTE_CACHE * sizeof(int));
@@ -893,38 +977,35 @@ static PyObject *count(PyObject *module, PyObject *args) {
         PyMem_Free(b.used);
         return PyErr_NoMemory();
     }
-    if (bind(&b) < 0 || !(iterator = PyObject_GetIter(lines))) goto done;
-    while ((line = PyIter_Next(iterator)) != NULL) {
-        int counted = 0;
-        if (PyBytes_CheckExact(line)) {
-            PyObject *raw = PyObject_Vectorcall(decode, &line, 1, NULL);
-            if (raw == NULL) {
-                if (!PyErr_ExceptionMatches(decode_errors)) goto done;
-                PyErr_Clear();  /* the Python loop decodes it again and takes the general path */
-            } else {
-                counted = count_line(&b, line, raw);
-                Py_DECREF(raw);
-                if (counted < 0) goto done;
+    int sequence = PyList_CheckExact(lines) || PyTuple_CheckExact(lines), depth = sequence ? AHEAD : 1;
+    if (bind(&b) < 0 || (!sequence && !(iterator = PyObject_GetIter(lines)))) goto done;
+    Py_ssize_t next = 0, head = 0, held = 0;  /* next: the next line to read; ahead[head..] the lines held */
+    for (;;) {
+        while (held < depth) {  /* read ahead */
+            PyObject *line;
+            if (sequence) {
+                if (next >= PySequence_Fast_GET_SIZE(lines)) break;
+                line = Py_NewRef(PySequence_Fast_GET_ITEM(lines, next));
+                next++;
+            } else if ((line = PyIter_Next(iterator)) == NULL) {
+                if (PyErr_Occurred()) goto done;
+                break;
             }
+            read_ahead(&b, line, &ahead[(head + held) % AHEAD]);
+            held++;
         }
-        if (!counted) {  /* the Python loop, with the ledger's count written back and everything read again */
-            PyObject *one = PyTuple_Pack(1, line), *done_one = NULL;
-            if (one == NULL || flush_newest(&b) < 0 || write_back(&b) < 0) {
-                Py_XDECREF(one);
-                goto done;
-            }
-            PyObject *call_args[2] = {pipeline, one};
-            done_one = PyObject_Vectorcall(fallback, call_args, 2, NULL);
-            Py_DECREF(one);
-            if (done_one == NULL) goto done;
-            Py_DECREF(done_one);
-            if (rebind(&b) < 0) goto done;
-        }
-        Py_CLEAR(line);
+        if (held == 0) break;
+        if (held > 2) fetch_ahead(&b, &ahead[(head + 2) % AHEAD], 1);
+        if (held > 1) fetch_ahead(&b, &ahead[(head + 1) % AHEAD], 2);
+        Ahead *now = &ahead[head];
+        int rc = count_one(&b, now);
+        clear_ahead(now);
+        head = (head + 1) % AHEAD, held--;
+        if (rc < 0) goto done;
     }
     if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(line);
+    for (int i = 0; i < AHEAD; i++) clear_ahead(&ahead[i]);
     Py_XDECREF(iterator);
     {  /* what was counted is written back whatever stopped the loop; its error, if any, is the one raised */
         PyObject *type, *value, *traceback;
