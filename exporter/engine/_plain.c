@@ -262,6 +262,7 @@ typedef struct {
     unsigned epoch;  /* moved on after any Python code: an entry of an older one is looked up again */
     int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
     int newest_dirty;
+    long long fetches;  /* lines whose shard was fetched ahead (see fetch_ahead) */
 } Batch;
 
 static PyObject *get_attr(PyObject *obj, const char *name) { return PyObject_GetAttrString(obj, name); }
@@ -916,11 +917,14 @@ static void read_ahead(Batch *b, PyObject *line, Ahead *a) {
 }
 
 /* The next steps of a line's fetch, each reading only what the step before fetched: the shard object
- * (1: its pointer, fetched when the line was read), then the shard's digests (2: its header, fetched by 1). */
+ * (1: its pointer, fetched when the line was read), then the shard's digests (2: its header, fetched by 1).
+ * Counted in b->fetches: a function with no other effect than prefetches is dropped whole by gcc's
+ * pure-function analysis (with NDEBUG, as setuptools builds it). */
 static void fetch_ahead(Batch *b, Ahead *a, int step) {
     if (a->shard < 0 || b->shards == NULL || a->shard >= PyList_GET_SIZE(b->shards)) return;
     PyObject *shard = PyList_GET_ITEM(b->shards, a->shard);
     if (shard == Py_None) return;
+    b->fetches++;
     if (step == 1) {
         __builtin_prefetch(shard);
         __builtin_prefetch((char *)shard + sizeof(PyByteArrayObject) - 1);
