@@ -10,9 +10,9 @@
  * same order: tests/engine/test_plainpath.py runs both against the reference parser, and
  * test_plain_c.py compares the two loops' aggregates and ledgers directly.
  *
- * The replay's ledger (``stable=False``, ids keyed by the process's string hash) is worked on
- * here as DedupeLedger.seen_before works on it (the same shards, hour buckets and count); a
- * stable ledger's seen_before is called. Nothing of a line but its counts, labels and id is
+ * The dedupe ledger is worked on here as DedupeLedger.seen_before works on it (the same shards,
+ * hour buckets and count), with the same digests: BLAKE2b of the id for the sidecar's stable
+ * ledger, the process's string hash for replay's. Nothing of a line but its counts, labels and id is
  * read, and nothing is logged.
  */
 #define PY_SSIZE_T_CLEAN
@@ -221,6 +221,12 @@ static int usage_tiers(PyObject *u, Tiers *t) {
     return 0;
 }
 
+/* An id's digest as the ledger holds it, and the shard it belongs to. */
+typedef struct {
+    unsigned char bytes[8];
+    Py_ssize_t shard;
+} Digest;
+
 /* --- the batch's bindings: the pipeline's maps, read again after any Python code ran ------- */
 
 /* A route looked up, with what its records added since, not yet written to its cell and the aggregates'
@@ -243,8 +249,9 @@ typedef struct {
     PyObject *duplicates, *unpriced, *by_component, *divergence;
     double ts_limit, newest;
     long long cap;
-    /* the ledger: its bound seen_before when stable, else its own parts */
-    PyObject *ledger, *seen_before, *shards, *current;
+    /* the ledger's own parts (stable: digests by blake2b, else by the process's string hash) */
+    PyObject *ledger, *shards, *current;
+    int stable;
     unsigned long long mask;
     long long count, max_ids;
     int count_dirty;
@@ -309,7 +316,7 @@ static int flush_newest(Batch *b) {
 static void release(Batch *b) {
     Py_CLEAR(b->agg); Py_CLEAR(b->routes); Py_CLEAR(b->slots); Py_CLEAR(b->oldest_month);
     Py_CLEAR(b->duplicates); Py_CLEAR(b->unpriced); Py_CLEAR(b->by_component); Py_CLEAR(b->divergence);
-    Py_CLEAR(b->ledger); Py_CLEAR(b->seen_before); Py_CLEAR(b->shards); Py_CLEAR(b->current);
+    Py_CLEAR(b->ledger); Py_CLEAR(b->shards); Py_CLEAR(b->current);
     Py_CLEAR(b->slot_tuple);
     Py_CLEAR(b->make_slot);
     b->have_minute = 0;
@@ -382,7 +389,8 @@ static int bind(Batch *b) {
     Py_CLEAR(stable);
     if (is_stable < 0) goto fail;
     b->count_dirty = 0;
-    if (is_stable ? !(b->seen_before = get_attr(b->ledger, "seen_before")) : read_ledger(b) < 0) goto fail;
+    b->stable = is_stable;
+    if (read_ledger(b) < 0) goto fail;
     return 0;
 fail:
     Py_XDECREF(stable);
@@ -412,7 +420,113 @@ static int rebind(Batch *b) {
     return bind(b);
 }
 
-/* --- the ledger: DedupeLedger.seen_before, stable=False ----------------------------------- */
+/* --- the stable ledger's digest: BLAKE2b with an 8-byte output (RFC 7693), as hashlib.blake2b(data,
+ * digest_size=8) computes it (no key, salt or personalisation). test_plain_c.py holds the two equal. ----- */
+
+static const unsigned long long B2_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
+static const unsigned char B2_SIGMA[10][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4}, {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13}, {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11}, {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5}, {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0}};
+
+static inline unsigned long long rotr64(unsigned long long x, int n) { return (x >> n) | (x << (64 - n)); }
+
+/* The compression function F over one 128-byte block; ``counted``: bytes hashed so far, this block included. */
+static void b2_compress(unsigned long long h[8], const unsigned char block[128], unsigned long long counted,
+                        int last) {
+    unsigned long long v[16], m[16];
+    for (int i = 0; i < 16; i++) {
+        m[i] = 0;
+        for (int j = 7; j >= 0; j--) m[i] = (m[i] << 8) | block[8 * i + j];  /* little-endian words */
+    }
+    for (int i = 0; i < 8; i++) v[i] = h[i], v[i + 8] = B2_IV[i];
+    v[12] ^= counted;  /* the counter's high word stays 0: ids are far below 2**64 bytes */
+    if (last) v[14] = ~v[14];
+#define B2_G(a, b, c, d, x, y)                        \
+    do {                                              \
+        v[a] = v[a] + v[b] + (x);                     \
+        v[d] = rotr64(v[d] ^ v[a], 32);               \
+        v[c] = v[c] + v[d];                           \
+        v[b] = rotr64(v[b] ^ v[c], 24);               \
+        v[a] = v[a] + v[b] + (y);                     \
+        v[d] = rotr64(v[d] ^ v[a], 16);               \
+        v[c] = v[c] + v[d];                           \
+        v[b] = rotr64(v[b] ^ v[c], 63);               \
+    } while (0)
+    for (int round = 0; round < 12; round++) {
+        const unsigned char *s = B2_SIGMA[round % 10];
+        B2_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        B2_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        B2_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        B2_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        B2_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        B2_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        B2_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        B2_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+#undef B2_G
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* The 8-byte BLAKE2b digest of ``data``. */
+static void blake2b_8(const unsigned char *data, size_t n, unsigned char out[8]) {
+    unsigned long long h[8];
+    unsigned char block[128];
+    for (int i = 0; i < 8; i++) h[i] = B2_IV[i];
+    h[0] ^= 0x01010000ULL ^ 8;  /* depth 1, fanout 1, no key, an 8-byte digest */
+    size_t done = 0;
+    while (n - done > 128) {  /* every block but the last */
+        done += 128;
+        b2_compress(h, data + done - 128, done, 0);
+    }
+    memset(block, 0, sizeof block);
+    memcpy(block, data + done, n - done);
+    b2_compress(h, block, n, 1);
+    for (int i = 0; i < 8; i++) out[i] = (unsigned char)(h[0] >> (8 * i));
+}
+
+/* blake2b_8 over bytes, for the tests. */
+static PyObject *digest8(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    unsigned char out[8];
+    blake2b_8((const unsigned char *)view.buf, (size_t)view.len, out);
+    PyBuffer_Release(&view);
+    return PyBytes_FromStringAndSize((const char *)out, 8);
+}
+
+/* --- the ledger: DedupeLedger.seen_before ------------------------------------------------- */
+
+/* The id's 8-byte digest and its shard, as seen_before makes them: stable, blake2b of its UTF-8 bytes
+ * (surrogates passed through); else the process's own hash of the str, packed signed little-endian. */
+static int id_digest(Batch *b, PyObject *request_id, unsigned char digest[8], Py_ssize_t *index) {
+    unsigned long long bits = 0;
+    if (b->stable) {
+        if (PyUnicode_IS_ASCII(request_id)) {
+            blake2b_8((const unsigned char *)PyUnicode_DATA(request_id), (size_t)PyUnicode_GET_LENGTH(request_id),
+                      digest);
+        } else {
+            PyObject *encoded = PyUnicode_AsEncodedString(request_id, "utf-8", "surrogatepass");
+            if (encoded == NULL) return -1;
+            blake2b_8((const unsigned char *)PyBytes_AS_STRING(encoded), (size_t)PyBytes_GET_SIZE(encoded), digest);
+            Py_DECREF(encoded);
+        }
+        for (int i = 7; i >= 0; i--) bits = (bits << 8) | digest[i];
+    } else {
+        Py_hash_t key = PyObject_Hash(request_id);
+        if (key == -1 && PyErr_Occurred()) return -1;
+        bits = (unsigned long long)(long long)key;
+        for (int i = 0; i < 8; i++) digest[i] = (unsigned char)(bits >> (8 * i));
+    }
+    *index = (Py_ssize_t)(bits & b->mask);
+    return 0;
+}
+
 
 static int append(PyObject *bytearray, const char *digest) {
     Py_ssize_t size = PyByteArray_GET_SIZE(bytearray);
@@ -431,25 +545,20 @@ static int ledger_call(Batch *b, const char *name, PyObject *digest, double ts) 
     return read_ledger(b);
 }
 
-/* 1 when ``request_id`` was seen before, 0 when it is new (and is recorded), -1 on error. */
-static int seen_before(Batch *b, PyObject *request_id, double ts) {
-    if (b->seen_before) {
-        PyObject *ts_obj = PyFloat_FromDouble(ts);
-        if (ts_obj == NULL) return -1;
-        PyObject *args[2] = {request_id, ts_obj};
-        PyObject *result = PyObject_Vectorcall(b->seen_before, args, 2, NULL);
-        Py_DECREF(ts_obj);
-        if (result == NULL) return -1;
-        int seen = PyObject_IsTrue(result);
-        Py_DECREF(result);
-        return seen;
+/* 1 when ``request_id`` was seen before, 0 when it is new (and is recorded), -1 on error. ``known``: its
+ * digest and shard when read_ahead worked them out, else NULL. */
+static int seen_before(Batch *b, PyObject *request_id, double ts, const Digest *known) {
+    Digest mine;
+    if (known == NULL) {
+        if (id_digest(b, request_id, mine.bytes, &mine.shard) < 0) return -1;
+        known = &mine;
     }
-    Py_hash_t key = PyObject_Hash(request_id);
-    if (key == -1 && PyErr_Occurred()) return -1;
-    unsigned long long bits = (unsigned long long)(long long)key;
-    unsigned char digest[8];  /* struct.pack("<q", key) */
-    for (int i = 0; i < 8; i++) digest[i] = (unsigned char)(bits >> (8 * i));
-    Py_ssize_t index = (Py_ssize_t)(bits & b->mask);
+    const unsigned char *digest = known->bytes;
+    Py_ssize_t index = known->shard;
+    if (index >= PyList_GET_SIZE(b->shards)) {
+        PyErr_SetString(PyExc_ValueError, "the ledger's shards changed size");
+        return -1;
+    }
     PyObject *shard = PyList_GET_ITEM(b->shards, index);
     if (shard == Py_None) {
         PyObject *made = PyByteArray_FromStringAndSize((const char *)digest, 8);
@@ -766,7 +875,7 @@ static int within(long long value, long long cap) { return value <= cap; }
 
 /* Count one decoded line when it is plain and ordinary: 1 counted (or a duplicate), 0 for the Python
  * loop (nothing of it counted), -1 on error. */
-static int count_line(Batch *b, PyObject *line, PyObject *raw) {
+static int count_line(Batch *b, PyObject *line, PyObject *raw, const Digest *known) {
     if (Py_TYPE(raw) != line_type) return 0;
     PyObject *f[L_SIZE];
     for (int i = 0; i < L_SIZE; i++)
@@ -819,7 +928,7 @@ static int count_line(Batch *b, PyObject *line, PyObject *raw) {
     if (flags) return 0;  /* an unknown service tier or a tiered model: the Python loop */
     Py_INCREF(route);  /* held across the ledger (which may run Python code) */
     Py_INCREF(month);
-    rc = seen_before(b, request_id, ts);
+    rc = seen_before(b, request_id, ts, known);
     if (rc != 0) {
         if (rc == 1) rc = dict_add(b->duplicates, month, 1) < 0 ? -1 : 1;
         goto done;
@@ -882,7 +991,8 @@ done:
  * before it are counted. Decoding has no side effect; nothing else of a line is done before its turn. */
 typedef struct {
     PyObject *line, *raw, *error[3];
-    Py_ssize_t shard;
+    PyObject *ledger;  /* the ledger ``id`` was worked out for (NULL: not worked out) */
+    Digest id;
 } Ahead;
 
 #define AHEAD 4  /* the line counted now and three read ahead (a list or tuple only: see count()) */
@@ -890,12 +1000,13 @@ typedef struct {
 static void clear_ahead(Ahead *a) {
     Py_CLEAR(a->line);
     Py_CLEAR(a->raw);
+    Py_CLEAR(a->ledger);
     for (int i = 0; i < 3; i++) Py_CLEAR(a->error[i]);
 }
 
 /* Decode ``line`` (a new reference, kept) into ``a``; what decoding raises waits for the line's turn. */
 static void read_ahead(Batch *b, PyObject *line, Ahead *a) {
-    a->line = line, a->raw = NULL, a->shard = -1;
+    a->line = line, a->raw = NULL, a->ledger = NULL;
     a->error[0] = a->error[1] = a->error[2] = NULL;
     if (!PyBytes_CheckExact(line)) return;
     a->raw = PyObject_Vectorcall(decode, &line, 1, NULL);
@@ -905,14 +1016,13 @@ static void read_ahead(Batch *b, PyObject *line, Ahead *a) {
         return;
     }
     PyObject *id = Py_TYPE(a->raw) == line_type ? SLOT(a->raw, line_at[L_REQUEST_ID]) : NULL;
-    if (b->shards != NULL && id != NULL && PyUnicode_CheckExact(id)) {  /* replay's ledger: where the id goes */
-        Py_hash_t key = PyObject_Hash(id);  /* cached in the str: seen_before's own hash is then free */
-        if (key == -1) {
-            PyErr_Clear();
+    if (b->shards != NULL && id != NULL && PyUnicode_CheckExact(id)) {  /* where the id goes in the ledger */
+        if (id_digest(b, id, a->id.bytes, &a->id.shard) < 0) {
+            PyErr_Clear();  /* worked out again in its turn, which raises */
             return;
         }
-        a->shard = (Py_ssize_t)((unsigned long long)(long long)key & b->mask);
-        __builtin_prefetch(&((PyListObject *)b->shards)->ob_item[a->shard]);
+        a->ledger = Py_NewRef(b->ledger);
+        __builtin_prefetch(&((PyListObject *)b->shards)->ob_item[a->id.shard]);
     }
 }
 
@@ -921,8 +1031,8 @@ static void read_ahead(Batch *b, PyObject *line, Ahead *a) {
  * Counted in b->fetches: a function with no other effect than prefetches is dropped whole by gcc's
  * pure-function analysis (with NDEBUG, as setuptools builds it). */
 static void fetch_ahead(Batch *b, Ahead *a, int step) {
-    if (a->shard < 0 || b->shards == NULL || a->shard >= PyList_GET_SIZE(b->shards)) return;
-    PyObject *shard = PyList_GET_ITEM(b->shards, a->shard);
+    if (a->ledger != b->ledger || b->shards == NULL || a->id.shard >= PyList_GET_SIZE(b->shards)) return;
+    PyObject *shard = PyList_GET_ITEM(b->shards, a->id.shard);
     if (shard == Py_None) return;
     b->fetches++;
     if (step == 1) {
@@ -943,7 +1053,8 @@ static int count_one(Batch *b, Ahead *a) {
         a->error[0] = a->error[1] = a->error[2] = NULL;
         return -1;
     }
-    int counted = a->raw != NULL ? count_line(b, a->line, a->raw) : 0;
+    /* the digest worked out ahead holds while the ledger is the same (its mask and kind are fixed) */
+    int counted = a->raw != NULL ? count_line(b, a->line, a->raw, a->ledger == b->ledger ? &a->id : NULL) : 0;
     if (counted) return counted < 0 ? -1 : 0;
     /* the Python loop, with the ledger's count and the newest time written back, everything read again after */
     PyObject *one = PyTuple_Pack(1, a->line);
@@ -1028,6 +1139,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "The record's typed structs and the loop's Python pieces, given once."},
+    {"digest8", digest8, METH_O, "BLAKE2b of a bytes-like object, 8 bytes (the stable ledger's digest)."},
     {"count", count, METH_VARARGS, "Count canonical lines into a pipeline (plainpath.ingest_canonical)."},
     {NULL, NULL, 0, NULL},
 };
