@@ -244,6 +244,20 @@ typedef struct {
 #define ROUTE_CACHE 4096  /* a power of two: 1024 sets of WAYS */
 #define WAYS 4
 
+/* The routes looked up, kept across calls by the pipeline that owns them (plainpath keeps one per
+ * pipeline), so a batch of a few hundred lines does not look up every route again. An entry is checked
+ * against the pipeline's routes once per epoch; the epoch moves on at every call and after any Python
+ * code, so an entry is never trusted past code that could have changed the routes. */
+typedef struct RouteCache {
+    PyObject_HEAD
+    Entry *entries;
+    int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
+    unsigned epoch;
+    /* the aggregates' maps the entries' has_* flags speak of: the aggregates only ever add keys to a map
+     * (dropping months makes new maps), so the flags hold while the maps are the same objects */
+    PyObject *maps[3];
+} RouteCache;
+
 typedef struct {
     PyObject *pipeline, *agg, *routes, *slots, *oldest_month;
     PyObject *duplicates, *unpriced, *by_component, *divergence;
@@ -265,9 +279,7 @@ typedef struct {
     PyObject *slot_tuple;
     int slot_current;  /* its month is not older than oldest_month */
     PyObject *make_slot;  /* the pipeline's _slot */
-    Entry *cache;  /* ROUTE_CACHE routes looked up, by a hash of their key's labels */
-    unsigned epoch;  /* moved on after any Python code: an entry of an older one is looked up again */
-    int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
+    struct RouteCache *rc;  /* the routes looked up (kept by the pipeline across calls) */
     int newest_dirty;
     long long fetches;  /* lines whose shard was fetched ahead (see fetch_ahead) */
 } Batch;
@@ -297,8 +309,8 @@ static int flush_entry(Batch *b, Entry *e);
 
 static int flush_routes(Batch *b) {
     int rc = 0;
-    for (int i = 0; i < b->n_used; i++)
-        if (b->cache[b->used[i]].dirty && flush_entry(b, &b->cache[b->used[i]]) < 0) rc = -1;
+    for (int i = 0; i < b->rc->n_used; i++)
+        if (b->rc->entries[b->rc->used[i]].dirty && flush_entry(b, &b->rc->entries[b->rc->used[i]]) < 0) rc = -1;
     return rc;
 }
 
@@ -325,13 +337,13 @@ static void release(Batch *b) {
 
 /* The route cache emptied (what it held flushed before). */
 static void drop_cache(Batch *b) {
-    for (int i = 0; i < b->n_used; i++) {
-        Entry *e = &b->cache[b->used[i]];
+    for (int i = 0; i < b->rc->n_used; i++) {
+        Entry *e = &b->rc->entries[b->rc->used[i]];
         Py_CLEAR(e->key);
         Py_CLEAR(e->route);
         e->dirty = 0;
     }
-    b->n_used = 0;
+    b->rc->n_used = 0;
 }
 
 /* The ledger's count, written back before any Python code reads it. */
@@ -397,6 +409,18 @@ fail:
     return -1;
 }
 
+/* The maps the cache's has_* flags speak of made the batch's: when they are new objects, no key is known. */
+static void keep_maps(Batch *b) {
+    PyObject *now[3] = {b->unpriced, b->by_component, b->divergence};
+    RouteCache *rc = b->rc;
+    if (rc->maps[0] == now[0] && rc->maps[1] == now[1] && rc->maps[2] == now[2]) return;
+    for (int i = 0; i < rc->n_used; i++) {
+        Entry *e = &rc->entries[rc->used[i]];
+        e->has_unpriced = e->has_component = e->has_compacted = e->has_untouched = 0;
+    }
+    for (int i = 0; i < 3; i++) Py_XSETREF(rc->maps[i], Py_NewRef(now[i]));
+}
+
 /* Everything read again after Python code ran. The routes looked up stay, with what they hold, while the
  * aggregates and their maps are the same objects (the Python loop only adds to them); each is looked up
  * again at its next use (a new epoch), since the routes may have been cleared or remade. */
@@ -416,8 +440,10 @@ static int rebind(Batch *b) {
         drop_cache(b);
         if (rc < 0) return -1;
     }
-    b->epoch++;
-    return bind(b);
+    b->rc->epoch++;
+    if (bind(b) < 0) return -1;
+    keep_maps(b);
+    return 0;
 }
 
 /* --- the stable ledger's digest: BLAKE2b with an 8-byte output (RFC 7693), as hashlib.blake2b(data,
@@ -719,7 +745,7 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
     int set = (int)(h & (ROUTE_CACHE / WAYS - 1)) * WAYS, index = set + (int)((h >> 40) & (WAYS - 1));
     Entry *e = NULL;
     for (int way = 0; way < WAYS; way++) {
-        Entry *at = &b->cache[set + way];
+        Entry *at = &b->rc->entries[set + way];
         PyObject *key = at->key;
         if (key == NULL) {  /* the set's first empty way: where a new route goes */
             index = set + way;
@@ -729,10 +755,10 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
             && labels_equal(PyTuple_GET_ITEM(key, 2), model) && labels_equal(PyTuple_GET_ITEM(key, 0), month)
             && labels_equal(PyTuple_GET_ITEM(key, 3), provider) && labels_equal(PyTuple_GET_ITEM(key, 4), tenant)
             && labels_equal(PyTuple_GET_ITEM(key, 5), method)) {
-            if (at->epoch == b->epoch) return at;
+            if (at->epoch == b->rc->epoch) return at;
             PyObject *now = PyDict_GetItemWithError(b->routes, key);  /* its own key: no hashing of new labels */
             if (now == at->route) {
-                at->epoch = b->epoch;
+                at->epoch = b->rc->epoch;
                 return at;
             }
             if (now == NULL && PyErr_Occurred()) return NULL;
@@ -740,7 +766,7 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
             break;
         }
     }
-    e = &b->cache[index];
+    e = &b->rc->entries[index];
     PyObject *key;
     if (!(key = PyTuple_Pack(8, month, version, model, provider, tenant, method, flag, Py_None))) return NULL;
     PyObject *route = PyDict_GetItemWithError(b->routes, key);
@@ -754,11 +780,11 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
         Py_DECREF(key);
         return NULL;
     }
-    if (e->key == NULL) b->used[b->n_used++] = index;
+    if (e->key == NULL) b->rc->used[b->rc->n_used++] = index;
     Py_XSETREF(e->key, key);
     Py_XSETREF(e->route, Py_NewRef(route));
     e->has_unpriced = e->has_component = e->has_compacted = e->has_untouched = 0;
-    e->epoch = b->epoch;
+    e->epoch = b->rc->epoch;
     return e;
 }
 
@@ -984,6 +1010,47 @@ done:
     return rc;
 }
 
+/* --- the route cache object --------------------------------------------------------------------- */
+
+static void route_cache_dealloc(PyObject *self) {
+    RouteCache *rc = (RouteCache *)self;
+    if (rc->entries)
+        for (int i = 0; i < rc->n_used; i++) {
+            Py_CLEAR(rc->entries[rc->used[i]].key);
+            Py_CLEAR(rc->entries[rc->used[i]].route);
+        }
+    PyMem_Free(rc->entries);
+    PyMem_Free(rc->used);
+    for (int i = 0; i < 3; i++) Py_CLEAR(rc->maps[i]);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *route_cache_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if ((args != NULL && PyTuple_GET_SIZE(args)) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "RouteCache() takes no arguments");
+        return NULL;
+    }
+    RouteCache *rc = (RouteCache *)type->tp_alloc(type, 0);
+    if (rc == NULL) return NULL;
+    rc->entries = PyMem_Calloc(ROUTE_CACHE, sizeof(Entry));
+    rc->used = PyMem_Malloc(ROUTE_CACHE * sizeof(int));
+    if (rc->entries == NULL || rc->used == NULL) {
+        Py_DECREF(rc);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)rc;
+}
+
+static PyTypeObject RouteCacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "exporter.engine._plain.RouteCache",
+    .tp_basicsize = sizeof(RouteCache),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The C loop's routes looked up, kept by a pipeline across calls (see _plain.c).",
+    .tp_new = route_cache_new,
+    .tp_dealloc = route_cache_dealloc,
+};
+
 /* --- the loop ------------------------------------------------------------------------------ */
 
 /* A line read ahead: decoded (or what decoding it raised, raised again when its turn comes), and where its
@@ -993,6 +1060,7 @@ typedef struct {
     PyObject *line, *raw, *error[3];
     PyObject *ledger;  /* the ledger ``id`` was worked out for (NULL: not worked out) */
     Digest id;
+    Py_ssize_t index;  /* its place in the lines */
 } Ahead;
 
 #define AHEAD 4  /* the line counted now and three read ahead (a list or tuple only: see count()) */
@@ -1046,8 +1114,16 @@ static void fetch_ahead(Batch *b, Ahead *a, int step) {
     }
 }
 
-/* Count one line read ahead: in C when it is plain and ordinary, else by the Python loop. */
-static int count_one(Batch *b, Ahead *a) {
+/* ``pipeline.rejections`` as a C integer (-1 with an error set on error). */
+static long long rejections_of(PyObject *pipeline) {
+    long long n;
+    return get_long(pipeline, "rejections", &n) < 0 ? -1 : n;
+}
+
+/* Count one line read ahead: in C when it is plain and ordinary, else by the Python loop. With a watch
+ * (the sidecar's), a line the Python loop rejects is noted in watch.rejected as (index, reason); lines
+ * counted here are never rejections. */
+static int count_one(Batch *b, Ahead *a, PyObject *watch) {
     if (a->error[0] != NULL) {
         PyErr_Restore(a->error[0], a->error[1], a->error[2]);
         a->error[0] = a->error[1] = a->error[2] = NULL;
@@ -1057,7 +1133,8 @@ static int count_one(Batch *b, Ahead *a) {
     int counted = a->raw != NULL ? count_line(b, a->line, a->raw, a->ledger == b->ledger ? &a->id : NULL) : 0;
     if (counted) return counted < 0 ? -1 : 0;
     /* the Python loop, with the ledger's count and the newest time written back, everything read again after */
-    PyObject *one = PyTuple_Pack(1, a->line);
+    long long seen = watch != Py_None ? rejections_of(b->pipeline) : 0;
+    PyObject *one = seen < 0 ? NULL : PyTuple_Pack(1, a->line);
     if (one == NULL || flush_newest(b) < 0 || write_back(b) < 0) {
         Py_XDECREF(one);
         return -1;
@@ -1067,15 +1144,35 @@ static int count_one(Batch *b, Ahead *a) {
     Py_DECREF(one);
     if (done == NULL) return -1;
     Py_DECREF(done);
+    if (watch != Py_None) {
+        long long now = rejections_of(b->pipeline);
+        if (now < 0) return -1;
+        if (now != seen) {
+            PyObject *rejected = get_attr(watch, "rejected"), *reason = get_attr(b->pipeline, "last_rejection");
+            PyObject *note = rejected && reason ? Py_BuildValue("(nO)", a->index, reason) : NULL;
+            int rc = note ? PyList_Append(rejected, note) : -1;
+            Py_XDECREF(note);
+            Py_XDECREF(reason);
+            Py_XDECREF(rejected);
+            if (rc < 0) return -1;
+        }
+    }
     return rebind(b);
 }
 
-/* count(pipeline, lines): see the top of this file. A list or tuple of lines is read ahead (decoding is
- * pure); any other iterable one line at a time, since producing a line may itself count something. */
+/* count(pipeline, lines, first=0, watch=None): see the top of this file. A list or tuple of lines is read
+ * ahead (decoding is pure); any other iterable one line at a time, since producing a line may itself count
+ * something. ``first``: where to start in a list or tuple. ``watch`` (the sidecar's _Watch, with a list or
+ * tuple): the lines the Python loop rejects go to watch.rejected, and watch.at is the line that raised. */
 static PyObject *count(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *pipeline, *lines, *iterator = NULL, *result = NULL;
-    if (!PyArg_ParseTuple(args, "OO", &pipeline, &lines)) return NULL;
+    PyObject *pipeline, *lines, *iterator = NULL, *result = NULL, *watch = Py_None, *cache = Py_None;
+    Py_ssize_t first = 0;
+    if (!PyArg_ParseTuple(args, "OO|nOO", &pipeline, &lines, &first, &watch, &cache)) return NULL;
+    if (cache != Py_None && !Py_IS_TYPE(cache, &RouteCacheType)) {
+        PyErr_SetString(PyExc_TypeError, "count: cache is a RouteCache or None");
+        return NULL;
+    }
     if (line_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "count before setup");
         return NULL;
@@ -1085,16 +1182,17 @@ static PyObject *count(PyObject *module, PyObject *args) {
     memset(&b, 0, sizeof b);
     memset(ahead, 0, sizeof ahead);
     b.pipeline = pipeline;
-    b.cache = PyMem_Calloc(ROUTE_CACHE, sizeof(Entry));
-    b.used = PyMem_Malloc(ROUTE_CACHE * sizeof(int));
-    if (b.cache == NULL || b.used == NULL) {
-        PyMem_Free(b.cache);
-        PyMem_Free(b.used);
-        return PyErr_NoMemory();
-    }
+    b.rc = (RouteCache *)(cache != Py_None ? Py_NewRef(cache) : route_cache_new(&RouteCacheType, NULL, NULL));
+    if (b.rc == NULL) return NULL;
+    b.rc->epoch++;  /* every route is looked at again once in this call */
     int sequence = PyList_CheckExact(lines) || PyTuple_CheckExact(lines), depth = sequence ? AHEAD : 1;
+    Py_ssize_t next = first, head = 0, held = 0;  /* next: the next line to read; ahead[head..] the lines held */
+    if ((first != 0 || watch != Py_None) && (!sequence || first < 0)) {
+        PyErr_SetString(PyExc_TypeError, "count: first and watch need a list or tuple of lines (first >= 0)");
+        goto done;
+    }
     if (bind(&b) < 0 || (!sequence && !(iterator = PyObject_GetIter(lines)))) goto done;
-    Py_ssize_t next = 0, head = 0, held = 0;  /* next: the next line to read; ahead[head..] the lines held */
+    keep_maps(&b);
     for (;;) {
         while (held < depth) {  /* read ahead */
             PyObject *line;
@@ -1106,14 +1204,23 @@ static PyObject *count(PyObject *module, PyObject *args) {
                 if (PyErr_Occurred()) goto done;
                 break;
             }
+            if (!sequence) next++;
             read_ahead(&b, line, &ahead[(head + held) % AHEAD]);
+            ahead[(head + held) % AHEAD].index = next - 1;
             held++;
         }
         if (held == 0) break;
         if (held > 2) fetch_ahead(&b, &ahead[(head + 2) % AHEAD], 1);
         if (held > 1) fetch_ahead(&b, &ahead[(head + 1) % AHEAD], 2);
         Ahead *now = &ahead[head];
-        int rc = count_one(&b, now);
+        int rc = count_one(&b, now, watch);
+        if (rc < 0 && watch != Py_None) {  /* where it failed, for the log (the error stays the one raised) */
+            PyObject *type, *value, *traceback, *at = PyLong_FromSsize_t(now->index);
+            PyErr_Fetch(&type, &value, &traceback);
+            if (at == NULL || PyObject_SetAttrString(watch, "at", at) < 0) PyErr_Clear();
+            Py_XDECREF(at);
+            PyErr_Restore(type, value, traceback);
+        }
         clear_ahead(now);
         head = (head + 1) % AHEAD, held--;
         if (rc < 0) goto done;
@@ -1131,9 +1238,7 @@ done:
         if (type != NULL || failed) Py_CLEAR(result);
     }
     release(&b);
-    drop_cache(&b);
-    PyMem_Free(b.cache);
-    PyMem_Free(b.used);
+    Py_DECREF(b.rc);
     return result;
 }
 
@@ -1146,4 +1251,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_plain", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__plain(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__plain(void) {
+    if (PyType_Ready(&RouteCacheType) < 0) return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) return NULL;
+    if (PyModule_AddObjectRef(module, "RouteCache", (PyObject *)&RouteCacheType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

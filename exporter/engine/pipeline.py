@@ -45,7 +45,7 @@ from exporter.engine.optimizer import count_optimizer, implausible
 # NESTS_TOO_DEEPLY (re-exported): a line nesting past msgspec's or the reference's depth; SLOT_SECONDS: (month,
 # price version) is remembered per slot of this many seconds; TIERED, UNKNOWN_TIER: the Route's last item
 from exporter.engine.plainpath import NESTS_TOO_DEEPLY as NESTS_TOO_DEEPLY
-from exporter.engine.plainpath import SLOT_SECONDS, TIERED, UNKNOWN_TIER, ingest_canonical
+from exporter.engine.plainpath import SLOT_SECONDS, TIERED, UNKNOWN_TIER, ingest_canonical, ingest_watched
 from exporter.engine.records import (
     MAX_EPOCH_SECONDS,
     Record,
@@ -158,6 +158,11 @@ class Pipeline:
 
     def _ingest_canonical(self, lines: Iterable[bytes]) -> None:
         ingest_canonical(self, lines)  # the plain line's loop (engine.plainpath), the rest through count_record
+
+    def ingest_watched(self, lines: list[bytes], first: int, watch: Any) -> None:
+        """Canonical ``lines[first:]`` for the sidecar, which logs where lines are rejected or fail:
+        ``watch.rejected`` gets (index, reason) of each rejected line, ``watch.at`` the line that raised."""
+        ingest_watched(self, lines, first, watch)
 
     def ingest_object(self, obj: Any, source: str = "otlp", decoder: ObjectDecoder | None = None) -> None:
         self._consume(decoder(obj) if decoder is not None else parse_object(obj, self.counter))

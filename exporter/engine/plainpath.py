@@ -78,12 +78,31 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
 
     The C loop counts the plain lines and hands every other line, whole, to ``ingest_python``."""
     if NATIVE:
-        agg = pipeline.aggregates
-        if agg.cells is not pipeline._routes_cells:  # as count_record does, once per batch
-            pipeline._clear_routes(agg)
-        _native.count(pipeline, lines)
+        _native.count(pipeline, lines, 0, None, _prepared(pipeline))
     else:
         ingest_python(pipeline, lines)
+
+
+def _prepared(pipeline: Pipeline) -> Any:
+    """The pipeline's routes made good for its aggregates (as count_record does, once per batch), and the
+    C loop's route cache it keeps across calls."""
+    agg = pipeline.aggregates
+    if agg.cells is not pipeline._routes_cells:
+        pipeline._clear_routes(agg)
+    cache = pipeline.__dict__.get("_plain_routes")
+    if cache is None:
+        cache = pipeline.__dict__["_plain_routes"] = _native.RouteCache()
+    return cache
+
+
+def ingest_watched(pipeline: Pipeline, lines: list[bytes], first: int, watch: Any) -> None:
+    """``lines[first:]`` as ``ingest_canonical`` counts them, noting for the sidecar's log which lines are
+    rejected (``watch.rejected``: index and reason) and which one raised (``watch.at``): what
+    ``watch.follow`` notes when its lines go through the Python loop one at a time."""
+    if NATIVE:
+        _native.count(pipeline, lines, first, watch, _prepared(pipeline))
+    else:
+        ingest_python(pipeline, watch.follow(lines, first, pipeline))
 
 
 def ingest_python(pipeline: Pipeline, lines: Iterable[bytes]) -> None:

@@ -66,7 +66,9 @@ class SourceRunner:
             watch = _Watch()
             failed: tuple[int, Exception] | None = None
             try:
-                if self.decoder is not None:
+                if self.decoder is not None and self.decoder.decode_line is None:  # canonical: the plain loop
+                    pipeline.ingest_watched(lines, first, watch)
+                elif self.decoder is not None:
                     pipeline.ingest_lines(watch.follow(lines, first, pipeline), name, self.decoder.decode_line)
                 else:
                     for line in watch.follow(lines, first, pipeline):

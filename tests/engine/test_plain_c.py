@@ -168,3 +168,49 @@ def test_ids_beyond_ascii_are_keyed_alike(stable: bool) -> None:
                                   stable=stable)
     assert c_state == python_state
     assert c_state[6][0] >= 5  # the distinct ids ("é" twice; every line twice: duplicates)
+
+
+class _Watch:
+    """What the sidecar's watch holds (exporter.sidecar.sources._Watch), with its Python follow."""
+
+    def __init__(self) -> None:
+        self.at = -1
+        self.rejected: list[tuple[int, str]] = []
+
+    def follow(self, lines: list[bytes], first: int, pipeline: Pipeline) -> Iterable[bytes]:
+        seen = pipeline.rejections
+        for at in range(first, len(lines)):
+            self.at = at
+            yield lines[at]
+            if pipeline.rejections != seen:
+                seen = pipeline.rejections
+                self.rejected.append((at, pipeline.last_rejection))
+
+
+def test_the_sidecar_hears_where_lines_are_rejected_and_where_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ingest_watched: the rejected lines' places and reasons, and the failing line's place, as the Python
+    loop over watch.follow gives them; lines before the failing one counted, none after."""
+    _seen_minutes()
+    log = _random_log(random.Random(11), 200)
+    for at in (20, 21, 90):
+        log[at] = b'{"request_id": "x", "prompt": "not json'
+    boom = json.dumps({"ts": "2026-11-01T00:00:01Z", "request_id": "boom", "model": "alpha",
+                       "response_cache": "exact"}).encode()
+    log[150] = boom
+    real = plainpath.fast_record
+
+    def fails(raw: Any, line: bytes, *args: Any) -> Any:
+        if line == boom:
+            raise RuntimeError("the general path failed")
+        return real(raw, line, *args)
+    monkeypatch.setattr(plainpath, "fast_record", fails)
+    seen = []
+    for native in (True, False):
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, True)
+        watch = _Watch()
+        with loop(native), pytest.raises(RuntimeError, match="general path failed"):
+            pipeline.ingest_watched(log, 5, watch)
+        seen.append((watch.at, watch.rejected, _everything(pipeline)))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == 150 and {20, 21, 90} <= {at for at, _ in seen[0][1]}
+    assert all(at < 150 for at, _ in seen[0][1])

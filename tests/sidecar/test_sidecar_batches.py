@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,17 +97,18 @@ def test_a_line_that_breaks_the_pipeline_inside_a_batch_is_logged_at_its_offset(
     lines = [record_line(i) for i in range(6)]
     _write(app, lines)
     sidecar = _sidecar(tmp_path)
-    real = sidecar.pipeline.ingest_lines
+    real = sidecar.pipeline.ingest_watched
     calls = {"n": 0}
 
-    def flaky(batch: Iterable[bytes], source: str = "replay", decoder: object = None) -> None:
-        for line in batch:
+    def flaky(batch: list[bytes], first: int, watch: Any) -> None:
+        for at in range(first, len(batch)):
             calls["n"] += 1
+            watch.at = at
             if calls["n"] in (3, 4):  # two lines in a row break the pipeline
                 raise RuntimeError("injected fault")
-            real((line,), source, decoder)  # type: ignore[arg-type]
+            real(batch[at:at + 1], 0, type(watch)())
 
-    sidecar.pipeline.ingest_lines = flaky  # type: ignore[method-assign]
+    sidecar.pipeline.ingest_watched = flaky  # type: ignore[method-assign]
     with caplog.at_level(logging.WARNING):
         drain(sidecar)
     sidecar.close()

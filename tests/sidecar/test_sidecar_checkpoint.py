@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,17 +109,18 @@ def test_checkpoint_holds_no_prompt_text(tmp_path: Path) -> None:
 def test_a_line_that_breaks_the_pipeline_costs_only_itself(tmp_path: Path) -> None:
     _write(tmp_path, [record_line(i) for i in range(5)])
     sidecar = _sidecar(tmp_path)
-    real = sidecar.pipeline.ingest_lines
+    real = sidecar.pipeline.ingest_watched
     calls = {"n": 0}
 
-    def flaky(lines: Iterable[bytes], source: str = "replay", decoder: object = None) -> None:
-        for line in lines:  # the sidecar hands a batch: the second line of it breaks the pipeline
+    def flaky(lines: list[bytes], first: int, watch: Any) -> None:
+        for at in range(first, len(lines)):  # the sidecar hands a batch: the second line of it breaks the pipeline
             calls["n"] += 1
+            watch.at = at
             if calls["n"] == 2:
                 raise RuntimeError("injected fault")
-            real((line,), source, decoder)  # type: ignore[arg-type]
+            real(lines[at:at + 1], 0, type(watch)())
 
-    sidecar.pipeline.ingest_lines = flaky  # type: ignore[method-assign]
+    sidecar.pipeline.ingest_watched = flaky  # type: ignore[method-assign]
     drain(sidecar)
     _close(sidecar)
     assert requests_counted(sidecar) == 4
