@@ -253,6 +253,7 @@ typedef struct RouteCache {
     Entry *entries;
     int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
     unsigned epoch;
+    int pending;  /* an entry holds sums not yet written */
     /* the aggregates' maps the entries' has_* flags speak of: the aggregates only ever add keys to a map
      * (dropping months makes new maps), so the flags hold while the maps are the same objects */
     PyObject *maps[3];
@@ -305,12 +306,15 @@ static int get_long(PyObject *obj, const char *name, long long *out) {
     return 0;
 }
 
-static int flush_entry(Batch *b, Entry *e);
+static int flush_entry(RouteCache *cache, Entry *e);
 
-static int flush_routes(Batch *b) {
+/* What the cache's routes hold written to the cells and maps (see Pipeline.aggregates, which calls this
+ * through RouteCache.flush before anyone reads them). */
+static int flush_routes(RouteCache *cache) {
     int rc = 0;
-    for (int i = 0; i < b->rc->n_used; i++)
-        if (b->rc->entries[b->rc->used[i]].dirty && flush_entry(b, &b->rc->entries[b->rc->used[i]]) < 0) rc = -1;
+    for (int i = 0; i < cache->n_used; i++)
+        if (cache->entries[cache->used[i]].dirty && flush_entry(cache, &cache->entries[cache->used[i]]) < 0) rc = -1;
+    cache->pending = 0;
     return rc;
 }
 
@@ -381,7 +385,7 @@ static int bind(Batch *b) {
     release(b);
     PyObject *pipeline = b->pipeline, *stable = NULL;
     double future;
-    if (!(b->agg = get_attr(pipeline, "aggregates")) || !(b->routes = get_attr(pipeline, "_routes"))
+    if (!(b->agg = get_attr(pipeline, "_aggregates")) || !(b->routes = get_attr(pipeline, "_routes"))
         || !(b->slots = get_attr(pipeline, "_slots")) || !(b->make_slot = get_attr(pipeline, "_slot")) || !(b->oldest_month = get_attr(pipeline, "oldest_month"))
         || !(b->duplicates = get_attr(b->agg, "duplicates")) || !(b->unpriced = get_attr(b->agg, "unpriced"))
         || !(b->by_component = get_attr(b->agg, "components")) || !(b->divergence = get_attr(b->agg, "divergence"))
@@ -409,23 +413,26 @@ fail:
     return -1;
 }
 
-/* The maps the cache's has_* flags speak of made the batch's: when they are new objects, no key is known. */
-static void keep_maps(Batch *b) {
+/* The maps the cache's has_* flags speak of made the batch's: when they are new objects, what the entries
+ * hold goes to the old ones (where it was counted) and no key is known. */
+static int keep_maps(Batch *b) {
     PyObject *now[3] = {b->unpriced, b->by_component, b->divergence};
     RouteCache *rc = b->rc;
-    if (rc->maps[0] == now[0] && rc->maps[1] == now[1] && rc->maps[2] == now[2]) return;
+    if (rc->maps[0] == now[0] && rc->maps[1] == now[1] && rc->maps[2] == now[2]) return 0;
+    if (rc->pending && flush_routes(rc) < 0) return -1;
     for (int i = 0; i < rc->n_used; i++) {
         Entry *e = &rc->entries[rc->used[i]];
         e->has_unpriced = e->has_component = e->has_compacted = e->has_untouched = 0;
     }
     for (int i = 0; i < 3; i++) Py_XSETREF(rc->maps[i], Py_NewRef(now[i]));
+    return 0;
 }
 
 /* Everything read again after Python code ran. The routes looked up stay, with what they hold, while the
  * aggregates and their maps are the same objects (the Python loop only adds to them); each is looked up
  * again at its next use (a new epoch), since the routes may have been cleared or remade. */
 static int rebind(Batch *b) {
-    PyObject *agg = get_attr(b->pipeline, "aggregates"), *maps[3] = {NULL, NULL, NULL};
+    PyObject *agg = get_attr(b->pipeline, "_aggregates"), *maps[3] = {NULL, NULL, NULL};
     int same = agg == b->agg;
     if (agg && (!(maps[0] = get_attr(agg, "unpriced")) || !(maps[1] = get_attr(agg, "components"))
                 || !(maps[2] = get_attr(agg, "divergence"))))
@@ -436,14 +443,13 @@ static int rebind(Batch *b) {
     for (int i = 0; i < 3; i++) Py_XDECREF(maps[i]);
     if (same < 0) return -1;
     if (!same) {  /* not seen in the Python loop: what was counted goes where it was counted, then a new cache */
-        int rc = flush_routes(b);
+        int rc = flush_routes(b->rc);
         drop_cache(b);
         if (rc < 0) return -1;
     }
     b->rc->epoch++;
     if (bind(b) < 0) return -1;
-    keep_maps(b);
-    return 0;
+    return keep_maps(b);
 }
 
 /* --- the stable ledger's digest: BLAKE2b with an 8-byte output (RFC 7693), as hashlib.blake2b(data,
@@ -704,8 +710,8 @@ static int dict_add_known(PyObject *d, PyObject *key, long long n, long long *pe
     return dict_add(d, key, n);
 }
 
-static int flush_pair(Batch *b, PyObject *key, long long *pending) {
-    PyObject *pair = PyDict_GetItemWithError(b->divergence, key);
+static int flush_pair(PyObject *divergence, PyObject *key, long long *pending) {
+    PyObject *pair = PyDict_GetItemWithError(divergence, key);
     if (pair == NULL || !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) < 2) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a divergence pair is a list of two");
         return -1;
@@ -715,8 +721,9 @@ static int flush_pair(Batch *b, PyObject *key, long long *pending) {
     return rc ? -1 : 0;
 }
 
-static int flush_entry(Batch *b, Entry *e) {
+static int flush_entry(RouteCache *cache, Entry *e) {
     PyObject *route = e->route, *cell = PyTuple_GET_ITEM(route, 0);
+    PyObject *unpriced = cache->maps[0], *by_component = cache->maps[1], *divergence = cache->maps[2];
     int rc = 0;
     e->dirty = 0;
     for (int i = 0; i < CELL_MIN_WIDTH; i++)
@@ -724,11 +731,13 @@ static int flush_entry(Batch *b, Entry *e) {
             if (list_add(cell, i, e->cell[i]) < 0) rc = -1;
             e->cell[i] = 0;
         }
-    if (e->unpriced && dict_add(b->unpriced, PyTuple_GET_ITEM(route, 2), e->unpriced) < 0) rc = -1;
-    if (e->component && dict_add(b->by_component, PyTuple_GET_ITEM(route, 3), e->component) < 0) rc = -1;
+    if (e->unpriced && dict_add(unpriced, PyTuple_GET_ITEM(route, 2), e->unpriced) < 0) rc = -1;
+    if (e->component && dict_add(by_component, PyTuple_GET_ITEM(route, 3), e->component) < 0) rc = -1;
     e->unpriced = e->component = 0;
-    if ((e->compacted[0] || e->compacted[1]) && flush_pair(b, PyTuple_GET_ITEM(route, 4), e->compacted) < 0) rc = -1;
-    if ((e->untouched[0] || e->untouched[1]) && flush_pair(b, PyTuple_GET_ITEM(route, 5), e->untouched) < 0) rc = -1;
+    if ((e->compacted[0] || e->compacted[1]) && flush_pair(divergence, PyTuple_GET_ITEM(route, 4), e->compacted) < 0)
+        rc = -1;
+    if ((e->untouched[0] || e->untouched[1]) && flush_pair(divergence, PyTuple_GET_ITEM(route, 5), e->untouched) < 0)
+        rc = -1;
     return rc;
 }
 
@@ -776,7 +785,7 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
         Py_DECREF(key);
         return NULL;
     }
-    if (e->dirty && flush_entry(b, e) < 0) {
+    if (e->dirty && flush_entry(b->rc, e) < 0) {
         Py_DECREF(key);
         return NULL;
     }
@@ -965,7 +974,7 @@ static int count_line(Batch *b, PyObject *line, PyObject *raw, const Digest *kno
         PyErr_SetString(PyExc_RuntimeError, "the route cache changed under the ledger");
         goto done;
     }
-    e->dirty = 1;
+    e->dirty = 1, b->rc->pending = 1;
     if (PyTuple_GET_ITEM(route, 2) != Py_None
         && dict_add_known(b->unpriced, PyTuple_GET_ITEM(route, 2), 1, &e->unpriced, &e->has_unpriced) < 0)
         goto done;
@@ -1014,6 +1023,12 @@ done:
 
 static void route_cache_dealloc(PyObject *self) {
     RouteCache *rc = (RouteCache *)self;
+    if (rc->pending && rc->entries) {  /* the aggregates may outlive their pipeline: nothing counted is lost */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (flush_routes(rc) < 0) PyErr_WriteUnraisable(self);
+        PyErr_Restore(type, value, traceback);
+    }
     if (rc->entries)
         for (int i = 0; i < rc->n_used; i++) {
             Py_CLEAR(rc->entries[rc->used[i]].key);
@@ -1041,6 +1056,27 @@ static PyObject *route_cache_new(PyTypeObject *type, PyObject *args, PyObject *k
     return (PyObject *)rc;
 }
 
+static PyObject *route_cache_flush(PyObject *self, PyObject *unused) {
+    (void)unused;
+    if (((RouteCache *)self)->pending && flush_routes((RouteCache *)self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *route_cache_pending(PyObject *self, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(((RouteCache *)self)->pending);
+}
+
+static PyMethodDef route_cache_methods[] = {
+    {"flush", route_cache_flush, METH_NOARGS, "Write the sums the routes hold to the cells and maps."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef route_cache_getset[] = {
+    {"pending", route_cache_pending, NULL, "Whether a route holds sums not yet written.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject RouteCacheType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "exporter.engine._plain.RouteCache",
@@ -1049,6 +1085,8 @@ static PyTypeObject RouteCacheType = {
     .tp_doc = "The C loop's routes looked up, kept by a pipeline across calls (see _plain.c).",
     .tp_new = route_cache_new,
     .tp_dealloc = route_cache_dealloc,
+    .tp_methods = route_cache_methods,
+    .tp_getset = route_cache_getset,
 };
 
 /* --- the loop ------------------------------------------------------------------------------ */
@@ -1192,7 +1230,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
         goto done;
     }
     if (bind(&b) < 0 || (!sequence && !(iterator = PyObject_GetIter(lines)))) goto done;
-    keep_maps(&b);
+    if (keep_maps(&b) < 0) goto done;
     for (;;) {
         while (held < depth) {  /* read ahead */
             PyObject *line;
@@ -1232,7 +1270,7 @@ done:
     {  /* what was counted is written back whatever stopped the loop; its error, if any, is the one raised */
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
-        int failed = b.agg != NULL && (flush_routes(&b) < 0) | (flush_newest(&b) < 0);
+        int failed = b.agg != NULL && flush_newest(&b) < 0;  /* the routes' sums wait for a reader */
         if (b.ledger != NULL && write_back(&b) < 0) failed = 1;
         if (type != NULL) PyErr_Restore(type, value, traceback);
         if (type != NULL || failed) Py_CLEAR(result);

@@ -102,7 +102,10 @@ class Pipeline:
         # `is None`, not `or`: an empty ledger is falsy (it has a length), and must still be used
         self.caps = caps if caps is not None else LabelCaps()
         self.counter = counter
-        self.aggregates = aggregates if aggregates is not None else Aggregates()
+        # the C loop's routes (engine/_plain.c, made by plainpath): they hold sums not yet in the
+        # aggregates, written whenever anyone reads the aggregates (the property below)
+        self._plain_routes: Any = None
+        self._aggregates = aggregates if aggregates is not None else Aggregates()
         self.ledger = ledger if ledger is not None else DedupeLedger(dedupe_window_days)
         self.oldest_month = oldest_month  # records of older months are refused (expired_month)
         self.rejections = 0  # with last_rejection: a source feeding a line at a time sees which was rejected
@@ -120,7 +123,7 @@ class Pipeline:
         Values that never take a slot (the ``unset`` tenant, the empty method of
         records without savings, ``unattributed``) are not preloaded.
         """
-        agg = self.aggregates
+        agg = self._aggregates
         for _month, model, tenant, method, _rate in agg.cells:
             self.caps.model.preload([model])
             if tenant != UNSET_TENANT:
@@ -130,6 +133,23 @@ class Pipeline:
         self.caps.model.preload(key.model for key in agg.optimizer)
         self.caps.model.preload(agg.gateway.models())
         self.caps.component.preload(key.component for key in agg.components if key.component != UNATTRIBUTED)
+
+    @property
+    def aggregates(self) -> Aggregates:
+        """The counts. The C loop keeps the sums of a batch's records on their routes (a Python int made
+        per route and batch, not per record and column) and they are written here before anyone reads:
+        whoever takes the aggregates from the pipeline sees every record counted so far."""
+        routes = self._plain_routes
+        if routes is not None and routes.pending:
+            routes.flush()
+        return self._aggregates
+
+    @aggregates.setter
+    def aggregates(self, aggregates: Aggregates) -> None:
+        routes = self._plain_routes
+        if routes is not None and routes.pending:
+            routes.flush()  # what was counted goes to the aggregates it was counted for
+        self._aggregates = aggregates
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
@@ -202,7 +222,7 @@ class Pipeline:
         line's loop (``plainpath``) repeats its common case inline: change both together
         (``tests/engine/test_plainpath.py`` holds them equal).
         """
-        agg = self.aggregates
+        agg = self._aggregates
         if ts > self._future_limit and self._is_future(ts):
             # dated ahead of the clock: it must not open a month nor move the dedupe window
             self._count_rejection(UNKNOWN_MONTH, "future_ts")
@@ -297,7 +317,7 @@ class Pipeline:
         return True
 
     def _count_rejection(self, month: str, reason: str) -> None:
-        self.aggregates.count(self.aggregates.rejected, (month, reason))
+        self._aggregates.count(self._aggregates.rejected, (month, reason))
         self.rejections += 1
         self.last_rejection = reason
 
@@ -413,7 +433,7 @@ class Pipeline:
         every record, so each one counts its overflow.
         """
         month, _version, record_model, provider, record_tenant, count_method, labelled, service_tier = key
-        caps, agg = self.caps, self.aggregates
+        caps, agg = self.caps, self._aggregates
         overflow = caps.model.overflow + caps.tenant.overflow + caps.method.overflow
         priced = rates if rates is not None else self._prices.lookup(record_model, ts, provider,
                                                                      service_tier=service_tier)
@@ -460,7 +480,7 @@ class Pipeline:
 
     def _attribute(self, cell_key: CellKey, saved: int, components: tuple[tuple[str, int], ...]) -> None:
         """Split a saving over its components; the remainder is ``unattributed``."""
-        agg = self.aggregates
+        agg = self._aggregates
         month, model, tenant, method, rate_id = cell_key
         remaining = saved
         exceeded = False

@@ -86,12 +86,12 @@ def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
 def _prepared(pipeline: Pipeline) -> Any:
     """The pipeline's routes made good for its aggregates (as count_record does, once per batch), and the
     C loop's route cache it keeps across calls."""
-    agg = pipeline.aggregates
+    agg = pipeline._aggregates  # adds only: the C loop's sums on its routes need not be written first
     if agg.cells is not pipeline._routes_cells:
         pipeline._clear_routes(agg)
-    cache = pipeline.__dict__.get("_plain_routes")
+    cache = pipeline._plain_routes
     if cache is None:
-        cache = pipeline.__dict__["_plain_routes"] = _native.RouteCache()
+        cache = pipeline._plain_routes = _native.RouteCache()
     return cache
 
 
@@ -107,7 +107,7 @@ def ingest_watched(pipeline: Pipeline, lines: list[bytes], first: int, watch: An
 
 def ingest_python(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
     """The plain line's loop in Python: the C loop's twin and its fallback, line by line."""
-    agg = pipeline.aggregates
+    agg = pipeline._aggregates  # adds only: the C loop's sums on its routes need not be written first
     if agg.cells is not pipeline._routes_cells:  # as count_record does, once per batch
         pipeline._clear_routes(agg)
     decode = _DECODER.decode
