@@ -20,7 +20,8 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim
 # The build stage compiles the C span-view walk (exporter/sources/otlp/_views.c), the
-# correlation rules' inner loop (_correlator.c) and the mapping's reads (_reads.c): the same
+# correlation rules' inner loop (_correlator.c), the mapping's reads (_reads.c) and the plain
+# log line's loop (exporter/engine/_plain.c, replay's and the tailer's per-record path): the same
 # Python with a C compiler and its headers (python:3.11 is python:3.11-slim plus those; the
 # offline build passes a Debian base with gcc and python3-dev). Nothing of it reaches the runtime.
 ARG BUILD_IMAGE=python:3.11

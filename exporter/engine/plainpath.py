@@ -70,7 +70,7 @@ except ImportError:  # pragma: no cover - exercised by installs without a compil
     _native = None  # type: ignore[assignment]
 # Whether ingest_canonical runs the C loop; the Python loop below counts the same, line for line.
 NATIVE = _native is not None
-LOOP = "c" if NATIVE else "python"  # printed by `replay --json`'s stats and the sidecar's start-up line
+LOOP = "c" if NATIVE else "python"  # named in the sidecar's start-up line for each canonical source
 
 
 def ingest_canonical(pipeline: Pipeline, lines: Iterable[bytes]) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
+from exporter.engine.plainpath import LOOP as PLAIN_LOOP
 from exporter.prices.table import PriceTable
 from exporter.sidecar.config import Config, SourceConfig
 
@@ -71,6 +72,8 @@ def startup_lines(config: Config, prices: PriceTable, matches: Mapping[str, Sequ
         lines.append("no file sources configured")
     for source in config.sources:
         kind = source.type if source.type != "jsonl" else f"jsonl, format {source.format}"
+        if source.type == "jsonl" and source.format == "canonical":  # counted by the plain line's loop, in C or not
+            kind += f", plain-line loop {PLAIN_LOOP}"
         for match in matches.get(source.name, ()):
             lines.append(f"source {source.name} ({kind}): {match.pattern} -> {_files(match)}")
     if otlp_port is None:

@@ -164,14 +164,14 @@ def test_baked_encodings_match_tiktoken_and_count_offline(container: Container) 
 
 
 def test_protobuf_views_are_read_by_the_c_walk_and_no_compiler_ships(container: Container) -> None:
-    """The build stage compiled _views.c, _correlator.c and _reads.c; the runtime stage has the modules but
-    no compiler."""
+    """The build stage compiled _views.c, _correlator.c, _reads.c and the plain line's loop (_plain.c); the
+    runtime stage has the modules but no compiler."""
     which = container.run(
         ["python3", "-c", "from exporter.sources.otlp.decode import PROTOBUF_VIEWS; "
          "from exporter.sources.otlp.correlator import NATIVE; from exporter.sources.otlp.attributes import c_reads; "
-         "print(PROTOBUF_VIEWS, NATIVE, c_reads is not None)"]
+         "from exporter.engine.plainpath import LOOP; print(PROTOBUF_VIEWS, NATIVE, c_reads is not None, LOOP)"]
     )
-    assert which.stdout.strip() == "c True True"
+    assert which.stdout.strip() == "c True True c"
     assert container.run(["sh", "-c", "command -v gcc cc"], check=False).returncode != 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from exporter.engine.plainpath import LOOP
 from exporter.prices.table import load_price_table
 from exporter.sidecar.config import config_from_dict
 from exporter.sidecar.startup import GlobMatch, match_globs, match_sources, startup_lines
@@ -39,7 +40,8 @@ def test_the_lines_name_table_state_sources_receiver_and_listen(tmp_path: Path) 
         f"{table.versions[0].version}..{table.newest.version}, newest from {table.newest.effective_from_text}, "
         f"{len(table.newest.models)} models",
         f"state dir {tmp_path / 'state'}",
-        "source gw (jsonl, format canonical): /logs/*.jsonl -> 7 file(s): /logs/0.jsonl, /logs/1.jsonl, "
+        f"source gw (jsonl, format canonical, plain-line loop {LOOP}): /logs/*.jsonl -> 7 file(s): /logs/0.jsonl, "
+        "/logs/1.jsonl, "
         "/logs/2.jsonl, /logs/3.jsonl, /logs/4.jsonl and 2 more",
         "source collector (otlp_file): /otel/*.json -> no file yet (picked up when one appears)",
         "OTLP receiver on http://0.0.0.0:4318/v1/traces",
