@@ -254,6 +254,9 @@ typedef struct RouteCache {
     int *used, n_used;  /* the entries that hold a route, in the order they were first filled */
     unsigned epoch;
     int pending;  /* an entry holds sums not yet written */
+    /* the pipeline's routes as the entries were last checked against them (see routes_unchanged) */
+    PyObject *routes_seen;
+    unsigned long long routes_version;
     /* the aggregates' maps the entries' has_* flags speak of: the aggregates only ever add keys to a map
      * (dropping months makes new maps), so the flags hold while the maps are the same objects */
     PyObject *maps[3];
@@ -413,6 +416,35 @@ fail:
     return -1;
 }
 
+/* Whether ``routes`` is the dict the entries were checked against and has not changed since (CPython
+ * 3.11's dict version tag moves on every change; later versions: never assumed, every route is checked
+ * again). Then the entries need no new check. */
+static unsigned long long routes_version(PyObject *routes) {
+#if PY_VERSION_HEX < 0x030C0000
+    _Py_COMP_DIAG_PUSH
+    _Py_COMP_DIAG_IGNORE_DEPR_DECLS
+    return ((PyDictObject *)routes)->ma_version_tag;
+    _Py_COMP_DIAG_POP
+#else
+    (void)routes;
+    return 0;
+#endif
+}
+
+static int routes_unchanged(RouteCache *rc, PyObject *routes) {
+#if PY_VERSION_HEX < 0x030C0000
+    return rc->routes_seen == routes && rc->routes_version == routes_version(routes);
+#else
+    (void)rc, (void)routes;
+    return 0;
+#endif
+}
+
+static void routes_checked(RouteCache *rc, PyObject *routes) {
+    Py_XSETREF(rc->routes_seen, Py_NewRef(routes));
+    rc->routes_version = routes_version(routes);
+}
+
 /* The maps the cache's has_* flags speak of made the batch's: when they are new objects, what the entries
  * hold goes to the old ones (where it was counted) and no key is known. */
 static int keep_maps(Batch *b) {
@@ -447,8 +479,8 @@ static int rebind(Batch *b) {
         drop_cache(b);
         if (rc < 0) return -1;
     }
-    b->rc->epoch++;
     if (bind(b) < 0) return -1;
+    if (!routes_unchanged(b->rc, b->routes)) b->rc->epoch++;
     return keep_maps(b);
 }
 
@@ -1037,6 +1069,7 @@ static void route_cache_dealloc(PyObject *self) {
     PyMem_Free(rc->entries);
     PyMem_Free(rc->used);
     for (int i = 0; i < 3; i++) Py_CLEAR(rc->maps[i]);
+    Py_CLEAR(rc->routes_seen);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -1222,7 +1255,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
     b.pipeline = pipeline;
     b.rc = (RouteCache *)(cache != Py_None ? Py_NewRef(cache) : route_cache_new(&RouteCacheType, NULL, NULL));
     if (b.rc == NULL) return NULL;
-    b.rc->epoch++;  /* every route is looked at again once in this call */
+    /* (the epoch moves on below unless the pipeline's routes are as the entries were last checked) */
     int sequence = PyList_CheckExact(lines) || PyTuple_CheckExact(lines), depth = sequence ? AHEAD : 1;
     Py_ssize_t next = first, head = 0, held = 0;  /* next: the next line to read; ahead[head..] the lines held */
     if ((first != 0 || watch != Py_None) && (!sequence || first < 0)) {
@@ -1230,6 +1263,7 @@ static PyObject *count(PyObject *module, PyObject *args) {
         goto done;
     }
     if (bind(&b) < 0 || (!sequence && !(iterator = PyObject_GetIter(lines)))) goto done;
+    if (!routes_unchanged(b.rc, b.routes)) b.rc->epoch++;  /* every route is looked at again once */
     if (keep_maps(&b) < 0) goto done;
     for (;;) {
         while (held < depth) {  /* read ahead */
@@ -1274,6 +1308,12 @@ done:
         if (b.ledger != NULL && write_back(&b) < 0) failed = 1;
         if (type != NULL) PyErr_Restore(type, value, traceback);
         if (type != NULL || failed) Py_CLEAR(result);
+    }
+    if (b.routes != NULL) {  /* the entries hold for these routes as they are now, if checked this epoch */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        routes_checked(b.rc, b.routes);
+        PyErr_Restore(type, value, traceback);
     }
     release(&b);
     Py_DECREF(b.rc);

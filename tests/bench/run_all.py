@@ -240,35 +240,36 @@ tests/bench/bench_replay.py --profile` gives the same picture with cProfile).
   input: `replay --jobs` (default one per CPU) counts disjoint line ranges of inputs of 32 MiB and
   more in forked processes and adds the integer aggregates only when the parts are provably
   independent (no id in two parts, no window expiry, no eviction, no label cap reached), else
-  counts again in one pass; the JSON is identical (`tests/replay/test_replay_parallel.py`). What bounds
-  it: Python work per record on the machine's two cores; mtail's one-regexp program does none of
-  the arithmetic. The CPU ratio in the notes is the per-core comparison.
-- **Replay against the typed decode loop (target 0.5 per CPU-second, one process): out of reach in
-  Python, by measurement.** The plain canonical line (a `...SSZ` timestamp, a string id, savings
-  given both or neither, a known usage shape, no rare key) is counted in one loop straight from the
-  typed decode (`engine.plainpath`): no `Record`, no per-line call into `fast_parse`, `fast_ts` or
-  `count_record`, the pipeline's caches bound once per block, the month and price version by the
-  last slot's [start, end) bounds, the minute by the last line's (`startswith`), the rare keys
-  tested as one tuple, a new minute parsed in the loop instead of sending the line down the general
-  path. What bounds it is the row below it, the *required-work floor*: the typed decode plus the
-  least replay's contract demands of a record, in plain Python calling the real pieces (the
-  timestamp and month as replay gets them, replay's own dedupe ledger, the usage normaliser, one
-  cell lookup and eight integer additions into a cell of the real width) and nothing else: no
-  check, no price version, no label caps, no component or divergence counts. It runs at about a
-  quarter of the typed loop per CPU-second, so no replay written in Python with this ledger and cell
-  layout reaches 0.5; replay itself runs at about 0.6 of the floor. Piece by piece after a decode (`python
-  tests/bench/bench_replay.py --floor-parts`, one process, best of 3, 20,000 and 300,000 records on a
-  loaded machine): the dedupe ledger adds 1.7-2.5 decodes (`seen_before`: hash, pack, the shard's
-  `find` and the hour's bucket; py-spy puts about half of it on two lines, `shards[index]` and
-  `shard.find`, memory the decode does not touch), the cell lookup and its additions 1.1-1.4, the
-  usage normaliser about 0.6, timestamp and month 0.5-1.0; at 0.5 of the typed loop all of them
-  together could add one. The ledger is the largest piece and a design choice (an exact 40-day window
-  in about 20 bytes per id), but without it the rest already adds more than one decode. By instructions (callgrind,
-  `python -m tests.bench.bench_instructions`, 20,000 records, fresh ids): the typed loop 11.5k per
-  record, the floor 28.0k (0.41), replay 42.2k (0.27; 29.5k for a duplicate); per CPU-second both
-  are lower still, the ledger's and the cells' memory not being in cache. The rest of replay over
-  the floor is its checks (rare keys, labels, implausible counts, future and expired timestamps), the price
-  version and route flags, label caps, and the unattributed component and divergence sums.
+  counts again in one pass; the JSON is identical (`tests/replay/test_replay_parallel.py`). Since
+  2026-12-04 the plain line is counted in C (next item). What bounds it: the typed decode and the
+  per-record work on the machine's two cores; mtail's one-regexp program does none of the
+  arithmetic. The CPU ratio in the notes is the per-core comparison.
+- **Replay against the typed decode loop (target 0.5 per CPU-second, one process).** Out of reach in
+  Python, by measurement (the *required-work floor* row: the typed decode plus the least replay's
+  contract demands of a record, in plain Python calling the real pieces, runs at about a quarter of
+  the typed loop), so the plain canonical line's loop is in C (`exporter/engine/_plain.c`, optional
+  like the OTLP modules; `engine.plainpath.ingest_python` is its twin, its fallback and its
+  reference). A plain line (a `...SSZ` timestamp, a string id, savings given both or neither, a known
+  usage shape, no rare key, a route already made, an ordinary count) is decoded by the same msgspec
+  decoder and counted in C on the pipeline's own maps; any other line goes whole, before anything of
+  it is counted, to the Python loop. What made the difference, measured with `bench_replay.py` at a
+  million records (in-process CPU): the loop in C, 2.9 -> 1.9 s; a new minute worked out in C from
+  the civil date and a 15-minute slot asked of the pipeline in place, instead of sending the line to
+  Python (one line in thirty here); a 4-way route cache kept per pipeline, each route checked
+  against the pipeline's routes once per call (-0.25 s); lines read ahead three deep so each id's
+  ledger shard is fetched while the lines before it are counted (-0.17 s; the first version's
+  prefetches were silently compiled away: gcc's pure-function analysis dropped a function whose only
+  effect was `__builtin_prefetch`); the routes' sums kept per route and written to the cells and
+  maps when someone reads `Pipeline.aggregates` (a property; every reader takes the aggregates from
+  the pipeline, under its lock), a Python int per route and read instead of per record and column.
+  The sidecar's stable ledger is worked on in C too (8-byte BLAKE2b written from RFC 7693, equal to
+  `hashlib.blake2b` over generated inputs). `tests/engine/test_plain_c.py` holds the two loops equal
+  on every aggregate, in dict order, and on the ledger's own parts; `test_plainpath.py` runs both
+  against the reference parser. What bounds it now, per record: the typed decode itself (about half
+  of replay's CPU), the ledger's memory (three dependent loads per id among ~10 MB of shards at a
+  million ids; the prefetch hides most of it: without any ledger replay was ~0.15 us faster), the
+  block's split into line objects (`bytes.split`, ~5 %), and the process's imports (~0.12 s of CPU,
+  0.1 us per record at a million records, against the typed loop's ~0.05 s).
 - **Fresh-text counting on short texts.** When the 200-character case falls under 90 %, it is the
   fixed per-text cost (hashing the text for the cache key and the LRU insert), which tiktoken's few
   microseconds for 200 characters do not amortise; at 2,000 characters and above it is within noise

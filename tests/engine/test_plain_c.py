@@ -11,27 +11,72 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from exporter.engine import plainpath
+from exporter.engine import fastparse, plainpath
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import _minute_starts
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
 from exporter.engine.records import parse_ts
-from tests.engine.test_plainpath import TABLES, WALL, _random_log, _seen_minutes, loop
+from tests.engine.test_plainpath import MINUTES, TABLES, WALL, _random_log, _seen_minutes, loop
 
 pytestmark = pytest.mark.skipif(plainpath._native is None, reason="the C loop is not built (no compiler)")
 
 
-def _pipeline(table: str, oldest: str | None, window: float, max_ids: int, stable: bool) -> Pipeline:
-    return Pipeline(TABLES[table], caps=LabelCaps(max_models=4, max_tenants=2, max_methods=2),
+def _pipeline(table: str, oldest: str | None, window: float, max_ids: int, stable: bool,
+              caps: LabelCaps | None = None) -> Pipeline:
+    return Pipeline(TABLES[table], caps=caps or LabelCaps(max_models=4, max_tenants=2, max_methods=2),
                     ledger=DedupeLedger(window, max_ids, stable=stable), oldest_month=oldest, wall_clock=lambda: WALL)
+
+
+def _routine_log(rng: random.Random, size: int) -> list[bytes]:
+    """A gateway's day: a few routes, ids unique but for re-sends, nearly every line plain (the C loop's
+    own), one in fifty not."""
+    log = _random_log(rng, size)
+    for index in range(size):
+        if rng.random() < 0.98:
+            obj = json.loads(log[index])
+            for key in ("response_cache", "requested_model", "service_tier", "components"):
+                obj.pop(key, None)
+            obj["model"] = rng.choice(["alpha", "beta", "gamma"])
+            obj["tenant"] = rng.choice(["t1", "t2"])
+            obj["count_method"] = rng.choice(["provider", "tiktoken:o200k_base"])
+            obj["provider"] = "acme"
+            obj["ts"] = rng.choice(PAST_MINUTES) + f"{rng.randrange(60):02d}Z"
+            obj["request_id"] = f"q{index % 3900}"  # unique but for a hundred re-sent
+            log[index] = json.dumps(obj, separators=(",", ":")).encode()
+    return log
+
+
+PAST_MINUTES = [minute for minute in MINUTES if minute < "2026-11-01T00:30"]  # before WALL: none in the future
+
+
+@contextmanager
+def counted_fallbacks() -> Iterator[list[int]]:
+    """How many lines the C loop hands to the Python loop, while inside."""
+    handed = [0]
+
+    def fallback(pipeline: Pipeline, lines: Iterable[bytes]) -> None:
+        handed[0] += 1
+        plainpath.ingest_python(pipeline, lines)
+
+    def setup(hand: Any) -> None:
+        plainpath._native.setup(fastparse._Line, fastparse._Usage, fastparse._Details, fastparse._CacheCreation,
+                                plainpath.UNSET, fastparse._DECODER.decode, plainpath._DECODE_ERRORS,
+                                fastparse._minute_starts, plainpath._new_minute, hand,
+                                float(plainpath.MAX_EPOCH_SECONDS))
+    setup(fallback)
+    try:
+        yield handed
+    finally:
+        setup(plainpath.ingest_python)
 
 
 def _everything(pipeline: Pipeline) -> Any:
@@ -214,3 +259,57 @@ def test_the_sidecar_hears_where_lines_are_rejected_and_where_one_fails(monkeypa
     assert seen[0] == seen[1]
     assert seen[0][0] == 150 and {20, 21, 90} <= {at for at, _ in seen[0][1]}
     assert all(at < 150 for at, _ in seen[0][1])
+
+
+@pytest.mark.parametrize("forget", ["clear", "new dict", "new aggregates"])
+def test_routes_forgotten_between_calls_are_not_trusted(forget: str) -> None:
+    """The C loop keeps a pipeline's routes across calls; when the pipeline forgets them (its route memory
+    full, prices or aggregates changed), the next call looks every route up again."""
+    _seen_minutes()
+    log = _random_log(random.Random(17), 1200)
+    states = []
+    for native in (True, False):
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, False)
+        with loop(native):
+            for start in range(0, len(log), 300):
+                pipeline.ingest_lines(log[start:start + 300])
+                if forget == "clear":
+                    pipeline._routes.clear()  # as _route does past MAX_ROUTES
+                elif forget == "new dict":
+                    pipeline._clear_routes(pipeline._aggregates)
+                else:
+                    kept = pipeline.aggregates
+                    pipeline.aggregates = type(kept).from_state(kept.to_state())
+        states.append(_everything(pipeline))
+    assert states[0] == states[1]
+
+
+@pytest.mark.parametrize("forget", ["nothing", "clear", "new dict", "new aggregates", "read between"])
+@pytest.mark.parametrize("stable", [False, True])
+def test_a_routine_log_is_counted_in_c_and_alike(forget: str, stable: bool) -> None:
+    """Nearly every line of a routine log is counted by the C loop itself (its route cache and the sums it
+    keeps per route), in batches as the sidecar gives them, with what a pipeline does between batches:
+    its route memory cleared (past MAX_ROUTES) or remade (prices changed), its aggregates replaced (a
+    restore) or read (a scrape). The totals are the Python loop's."""
+    _seen_minutes()
+    log = _routine_log(random.Random(23), 4000)
+    states, handed = [], 0
+    for native in (True, False):
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, stable, caps=LabelCaps())
+        with loop(native), counted_fallbacks() as fallbacks:
+            for start in range(0, len(log), 600):
+                pipeline.ingest_lines(log[start:start + 600])
+                if forget == "clear":
+                    pipeline._routes.clear()
+                elif forget == "new dict":
+                    pipeline._clear_routes(pipeline._aggregates)
+                elif forget == "new aggregates":
+                    kept = pipeline.aggregates
+                    pipeline.aggregates = type(kept).from_state(kept.to_state())
+                elif forget == "read between":
+                    assert pipeline.aggregates.month_totals()
+        states.append(_everything(pipeline))
+        if native:
+            handed = fallbacks[0]
+    assert states[0] == states[1]
+    assert handed < len(log) * 0.15  # the C loop counted the rest
