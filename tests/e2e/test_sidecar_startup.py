@@ -24,6 +24,7 @@ from pathlib import Path
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as text_parse
 
+from exporter.engine.plainpath import LOOP
 from exporter.prices.table import load_price_table
 from tests.support.processes import ROOT, Process, poll, scrape
 from tests.support.sidecar import record_line
@@ -85,9 +86,10 @@ def test_listen_flag_startup_lines_and_process_metrics(tmp_path: Path) -> None:
         f"price table (bundled) {table.path} sha256 {table.sha256}: {len(table.versions)} version(s) "
         f"{table.versions[0].version}..{table.newest.version}",
         f"state dir {tmp_path / 'state'}",
-        f"source gw (jsonl, format canonical): {logs / '*.jsonl*'} -> 2 file(s): {logs / 'gw.jsonl'}, "
-        f"{logs / 'gw.jsonl.1'}",
-        f"source gw (jsonl, format canonical): {tmp_path / 'nothing' / '*.jsonl'} -> no file yet",
+        f"source gw (jsonl, format canonical, plain-line loop {LOOP}): {logs / '*.jsonl*'} -> 2 file(s): "
+        f"{logs / 'gw.jsonl'}, {logs / 'gw.jsonl.1'}",
+        f"source gw (jsonl, format canonical, plain-line loop {LOOP}): {tmp_path / 'nothing' / '*.jsonl'} -> "
+        "no file yet",
         "OTLP receiver on http://127.0.0.1:",
         f"serving /metrics on 127.0.0.1:{flag_port} (port {flag_port})",
     ]
