@@ -3,8 +3,8 @@
  * count(pipeline, lines): every line the Python loop would count as plain and ordinary is
  * decoded (msgspec's typed decoder, the same call) and counted here, on the pipeline's own
  * dictionaries, cells and ledger; any other line - undecodable, a rare key, a timestamp of
- * another shape, a minute, 15-minute slot or route not seen yet, a future, expired or
- * implausible record, a tiered route - is handed whole, before anything of it is counted, to
+ * another shape, a route not made yet, a future, expired or implausible record, a tiered
+ * route - is handed whole, before anything of it is counted, to
  * the Python loop (``fallback(pipeline, (line,))``), which decides it exactly as before. What is
  * counted here is what the Python loop counts for the same line, step for step and in the
  * same order: tests/engine/test_plainpath.py runs both against the reference parser, and
@@ -14,6 +14,13 @@
  * hour buckets and count), with the same digests: BLAKE2b of the id for the sidecar's stable
  * ledger, the process's string hash for replay's. Nothing of a line but its counts, labels and id is
  * read, and nothing is logged.
+ *
+ * Three things make it fast and are easy to get wrong: lines of a list are decoded ahead (pure) so
+ * that each id's shard is fetched while the lines before it are counted (fetch_ahead); the routes
+ * looked up are kept per pipeline across calls (RouteCache), trusted only while the pipeline's
+ * routes are as they were checked; and the sums of a route's records are kept on it and written
+ * to the cells and maps when someone reads Pipeline.aggregates (a property that calls
+ * RouteCache.flush), never visible half-written to a reader holding the pipeline's lock.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1058,7 +1065,7 @@ static void route_cache_dealloc(PyObject *self) {
     if (rc->pending && rc->entries) {  /* the aggregates may outlive their pipeline: nothing counted is lost */
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
-        if (flush_routes(rc) < 0) PyErr_WriteUnraisable(self);
+        if (flush_routes(rc) < 0) PyErr_Clear();  /* only when the collector cleared the maps with it */
         PyErr_Restore(type, value, traceback);
     }
     if (rc->entries)

@@ -25,6 +25,7 @@ from exporter.engine.fastparse import _minute_starts
 from exporter.engine.labels import LabelCaps
 from exporter.engine.pipeline import Pipeline
 from exporter.engine.records import parse_ts
+from exporter.sidecar.sources import _Watch  # the sidecar's own, with its Python follow
 from tests.engine.test_plainpath import MINUTES, TABLES, WALL, _random_log, _seen_minutes, loop
 
 pytestmark = pytest.mark.skipif(plainpath._native is None, reason="the C loop is not built (no compiler)")
@@ -215,23 +216,6 @@ def test_ids_beyond_ascii_are_keyed_alike(stable: bool) -> None:
     assert c_state[6][0] >= 5  # the distinct ids ("é" twice; every line twice: duplicates)
 
 
-class _Watch:
-    """What the sidecar's watch holds (exporter.sidecar.sources._Watch), with its Python follow."""
-
-    def __init__(self) -> None:
-        self.at = -1
-        self.rejected: list[tuple[int, str]] = []
-
-    def follow(self, lines: list[bytes], first: int, pipeline: Pipeline) -> Iterable[bytes]:
-        seen = pipeline.rejections
-        for at in range(first, len(lines)):
-            self.at = at
-            yield lines[at]
-            if pipeline.rejections != seen:
-                seen = pipeline.rejections
-                self.rejected.append((at, pipeline.last_rejection))
-
-
 def test_the_sidecar_hears_where_lines_are_rejected_and_where_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """ingest_watched: the rejected lines' places and reasons, and the failing line's place, as the Python
     loop over watch.follow gives them; lines before the failing one counted, none after."""
@@ -313,3 +297,20 @@ def test_a_routine_log_is_counted_in_c_and_alike(forget: str, stable: bool) -> N
             handed = fallbacks[0]
     assert states[0] == states[1]
     assert handed < len(log) * 0.15  # the C loop counted the rest
+
+
+def test_sums_held_on_routes_reach_aggregates_that_outlive_their_pipeline() -> None:
+    """Aggregates taken without the property (no flush) still get every count once the pipeline is gone."""
+    _seen_minutes()
+    log = _routine_log(random.Random(29), 1500)
+    totals = []
+    for native in (True, False):
+        pipeline = _pipeline("two versions", None, 40.0, 1_000_000, False, caps=LabelCaps())
+        with loop(native):
+            pipeline.ingest_lines(log)
+        held = pipeline._aggregates
+        if native:
+            assert pipeline._plain_routes.pending  # the batch's sums wait on the routes
+        del pipeline
+        totals.append(held.to_state())
+    assert totals[0] == totals[1]
