@@ -18,6 +18,10 @@ before. What this loop counts is what ``count_record`` would count for the
 same fields, step for step and in the same order (so even the aggregates'
 dict order is the same); ``tests/engine/test_plainpath.py`` holds the two
 equal over generated lines. Change one, change the other.
+
+When the C extension is built (``_plain.c``) the same loop runs in C and
+``ingest_python`` is its fallback, line by line, and its reference
+(``tests/engine/test_plain_c.py``): change one, change the other there too.
 """
 
 from __future__ import annotations
