@@ -30,10 +30,11 @@ class SourceRunner:
     def pump(self, pipeline: Pipeline, max_lines: int, wall: float) -> int:
         """Feed up to ``max_lines`` lines (and skipped lines) of one tailer pass; returns how many.
 
-        Each read's lines reach the pipeline as one batch (``ingest_lines``): no object and no
-        call per line here. The tailer's offsets already include the whole pass, so a line
-        that fails must not cost the lines after it: a failure is contained, counted and the
-        batch goes on after that line.
+        Each read's lines reach the pipeline as one batch (``ingest_watched`` for canonical lines,
+        the plain-line loop's; ``ingest_lines`` for other formats): no object and no call per line
+        here. The tailer's offsets already include the whole pass, so a line that fails must not
+        cost the lines after it: a failure is contained, counted and the batch goes on after that
+        line.
         """
         batches = self.tailer.poll_batches(max_lines)
         name = self.config.name
