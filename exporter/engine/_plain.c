@@ -25,7 +25,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
-#include <math.h>
 #include <string.h>
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -237,10 +236,10 @@ typedef struct {
 /* --- the batch's bindings: the pipeline's maps, read again after any Python code ran ------- */
 
 /* A route looked up, with what its records added since, not yet written to its cell and the aggregates'
- * maps: a Python int is made once per flush instead of once per addition. Nothing else reads the cell or the
- * maps while count() runs (the pipeline's lock is held); everything is flushed before any Python code that
- * could (the Python loop, the end of count()). A map's key not yet in it is added at once, so the maps'
- * order is the order the Python loop would give them. */
+ * maps: a Python int is made once per flush instead of once per addition. The Python loop only adds to
+ * them, so it needs nothing written first; a reader gets everything written (Pipeline.aggregates flushes
+ * the cache). A map's key not yet in it is added at once, so the maps' order is the order the Python loop
+ * would give them. */
 typedef struct {
     PyObject *key, *route;
     long long cell[CELL_MIN_WIDTH];
@@ -253,8 +252,8 @@ typedef struct {
 
 /* The routes looked up, kept across calls by the pipeline that owns them (plainpath keeps one per
  * pipeline), so a batch of a few hundred lines does not look up every route again. An entry is checked
- * against the pipeline's routes once per epoch; the epoch moves on at every call and after any Python
- * code, so an entry is never trusted past code that could have changed the routes. */
+ * against the pipeline's routes once per epoch; the epoch moves on whenever the routes may have changed
+ * since the entries were checked (routes_unchanged), so an entry is never trusted past a change. */
 typedef struct RouteCache {
     PyObject_HEAD
     Entry *entries;
@@ -349,17 +348,6 @@ static void release(Batch *b) {
     b->slot_start = b->slot_end = 0.0;
 }
 
-/* The route cache emptied (what it held flushed before). */
-static void drop_cache(Batch *b) {
-    for (int i = 0; i < b->rc->n_used; i++) {
-        Entry *e = &b->rc->entries[b->rc->used[i]];
-        Py_CLEAR(e->key);
-        Py_CLEAR(e->route);
-        e->dirty = 0;
-    }
-    b->rc->n_used = 0;
-}
-
 /* The ledger's count, written back before any Python code reads it. */
 static int write_back(Batch *b) {
     if (!b->count_dirty) return 0;
@@ -396,7 +384,8 @@ static int bind(Batch *b) {
     PyObject *pipeline = b->pipeline, *stable = NULL;
     double future;
     if (!(b->agg = get_attr(pipeline, "_aggregates")) || !(b->routes = get_attr(pipeline, "_routes"))
-        || !(b->slots = get_attr(pipeline, "_slots")) || !(b->make_slot = get_attr(pipeline, "_slot")) || !(b->oldest_month = get_attr(pipeline, "oldest_month"))
+        || !(b->slots = get_attr(pipeline, "_slots")) || !(b->make_slot = get_attr(pipeline, "_slot"))
+        || !(b->oldest_month = get_attr(pipeline, "oldest_month"))
         || !(b->duplicates = get_attr(b->agg, "duplicates")) || !(b->unpriced = get_attr(b->agg, "unpriced"))
         || !(b->by_component = get_attr(b->agg, "components")) || !(b->divergence = get_attr(b->agg, "divergence"))
         || !(b->ledger = get_attr(pipeline, "ledger")) || !(stable = get_attr(b->ledger, "stable")))
@@ -467,25 +456,10 @@ static int keep_maps(Batch *b) {
     return 0;
 }
 
-/* Everything read again after Python code ran. The routes looked up stay, with what they hold, while the
- * aggregates and their maps are the same objects (the Python loop only adds to them); each is looked up
- * again at its next use (a new epoch), since the routes may have been cleared or remade. */
+/* Everything read again after Python code ran. The routes looked up stay, with what they hold: each is
+ * checked again at its next use when the routes changed (a new epoch), and new maps get what was counted
+ * for the old ones (keep_maps). */
 static int rebind(Batch *b) {
-    PyObject *agg = get_attr(b->pipeline, "_aggregates"), *maps[3] = {NULL, NULL, NULL};
-    int same = agg == b->agg;
-    if (agg && (!(maps[0] = get_attr(agg, "unpriced")) || !(maps[1] = get_attr(agg, "components"))
-                || !(maps[2] = get_attr(agg, "divergence"))))
-        same = -1;
-    if (agg == NULL) same = -1;
-    if (same == 1) same = maps[0] == b->unpriced && maps[1] == b->by_component && maps[2] == b->divergence;
-    Py_XDECREF(agg);
-    for (int i = 0; i < 3; i++) Py_XDECREF(maps[i]);
-    if (same < 0) return -1;
-    if (!same) {  /* not seen in the Python loop: what was counted goes where it was counted, then a new cache */
-        int rc = flush_routes(b->rc);
-        drop_cache(b);
-        if (rc < 0) return -1;
-    }
     if (bind(b) < 0) return -1;
     if (!routes_unchanged(b->rc, b->routes)) b->rc->epoch++;
     return keep_maps(b);
@@ -836,9 +810,6 @@ static Entry *find_route(Batch *b, PyObject *month, PyObject *version, PyObject 
     return e;
 }
 
-/* The line's epoch seconds as the Python loop finds them from a plain timestamp: the minute from the cache,
- * else new_minute(prefix) (fastparse._minute_start, which fills the cache); 0 when it is no minute or the
- * second is not 00-59 (the Python loop decides those), -1 on error. */
 /* Epoch seconds of the minute ``YYYY-MM-DDTHH:MM:`` when it is a real one from 1970 on, -1 otherwise (then
  * the reference decides): what datetime.fromisoformat(prefix + "00Z").timestamp() gives for such a minute. */
 static long long minute_epoch(const char *t) {
@@ -874,6 +845,9 @@ static PyObject *remember_minute(PyObject *prefix, long long start) {
     return value;
 }
 
+/* The line's epoch seconds as the Python loop finds them from a plain timestamp: the minute from the cache,
+ * else worked out here (minute_epoch) or by new_minute(prefix) (fastparse._minute_start), either filling
+ * the cache; 0 when it is no minute or the second is not 00-59 (the Python loop decides those), -1 on error. */
 static int seconds_of(Batch *b, PyObject *text, double *ts) {
     const char *t = (const char *)PyUnicode_DATA(text);
     if (!(b->have_minute && memcmp(t, b->minute, 17) == 0)) {
@@ -945,8 +919,6 @@ done:
     return rc;
 }
 
-static int within(long long value, long long cap) { return value <= cap; }
-
 /* Count one decoded line when it is plain and ordinary: 1 counted (or a duplicate), 0 for the Python
  * loop (nothing of it counted), -1 on error. */
 static int count_line(Batch *b, PyObject *line, PyObject *raw, const Digest *known) {
@@ -987,10 +959,9 @@ static int count_line(Batch *b, PyObject *line, PyObject *raw, const Digest *kno
     if (slot_of(b, ts) < 0) return -1;
     PyObject *month = b->slot_month, *version = b->slot_version;
     if (!b->slot_current) return 0;  /* an expired month: the Python loop refuses it */
-    if (!(within(t.output, b->cap) && within(prompt, b->cap)
-          && (!has_savings || (within(before, b->cap) && within(after, b->cap)))
-          && (!has_would || within(would_save, b->cap))))
-        return 0;
+    if (t.output > b->cap || prompt > b->cap || (has_savings && (before > b->cap || after > b->cap))
+        || (has_would && would_save > b->cap))
+        return 0;  /* an implausible count: the Python loop refuses it */
     /* the route before the ledger: a line the Python loop must route goes there with nothing recorded */
     PyObject *model = f[L_MODEL], *method = f[L_METHOD];
     if (!PyUnicode_CheckExact(model) || !(method == Py_None || PyUnicode_CheckExact(method))) return 0;
@@ -1068,11 +1039,10 @@ static void route_cache_dealloc(PyObject *self) {
         if (flush_routes(rc) < 0) PyErr_Clear();  /* only when the collector cleared the maps with it */
         PyErr_Restore(type, value, traceback);
     }
-    if (rc->entries)
-        for (int i = 0; i < rc->n_used; i++) {
-            Py_CLEAR(rc->entries[rc->used[i]].key);
-            Py_CLEAR(rc->entries[rc->used[i]].route);
-        }
+    for (int i = 0; rc->entries && i < rc->n_used; i++) {
+        Py_CLEAR(rc->entries[rc->used[i]].key);
+        Py_CLEAR(rc->entries[rc->used[i]].route);
+    }
     PyMem_Free(rc->entries);
     PyMem_Free(rc->used);
     for (int i = 0; i < 3; i++) Py_CLEAR(rc->maps[i]);

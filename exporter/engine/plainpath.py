@@ -26,7 +26,7 @@ When the C extension is built (``_plain.c``) the same loop runs in C and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -253,6 +253,12 @@ def _new_minute(prefix: str) -> int | None:
     return _minute_start(prefix, parse_ts)
 
 
-if _native is not None:
+def setup_c(fallback: Callable[[Pipeline, Iterable[bytes]], None]) -> None:
+    """Give the C loop its pieces; ``fallback`` takes each line it does not count (``ingest_python``; the
+    tests pass one that counts them)."""
     _native.setup(fastparse._Line, fastparse._Usage, fastparse._Details, fastparse._CacheCreation, UNSET,
-                  _DECODER.decode, _DECODE_ERRORS, _minute_starts, _new_minute, ingest_python, float(MAX_EPOCH_SECONDS))
+                  _DECODER.decode, _DECODE_ERRORS, _minute_starts, _new_minute, fallback, float(MAX_EPOCH_SECONDS))
+
+
+if _native is not None:
+    setup_c(ingest_python)

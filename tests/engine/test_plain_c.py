@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from exporter.engine import fastparse, plainpath
+from exporter.engine import plainpath
 from exporter.engine.dedupe import DedupeLedger
 from exporter.engine.fastparse import _minute_starts
 from exporter.engine.labels import LabelCaps
@@ -68,16 +68,11 @@ def counted_fallbacks() -> Iterator[list[int]]:
         handed[0] += 1
         plainpath.ingest_python(pipeline, lines)
 
-    def setup(hand: Any) -> None:
-        plainpath._native.setup(fastparse._Line, fastparse._Usage, fastparse._Details, fastparse._CacheCreation,
-                                plainpath.UNSET, fastparse._DECODER.decode, plainpath._DECODE_ERRORS,
-                                fastparse._minute_starts, plainpath._new_minute, hand,
-                                float(plainpath.MAX_EPOCH_SECONDS))
-    setup(fallback)
+    plainpath.setup_c(fallback)
     try:
         yield handed
     finally:
-        setup(plainpath.ingest_python)
+        plainpath.setup_c(plainpath.ingest_python)
 
 
 def _everything(pipeline: Pipeline) -> Any:
