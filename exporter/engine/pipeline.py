@@ -139,17 +139,18 @@ class Pipeline:
         """The counts. The C loop keeps the sums of a batch's records on their routes (a Python int made
         per route and batch, not per record and column) and they are written here before anyone reads:
         whoever takes the aggregates from the pipeline sees every record counted so far."""
-        routes = self._plain_routes
-        if routes is not None and routes.pending:
-            routes.flush()
+        self._write_plain_sums()
         return self._aggregates
 
     @aggregates.setter
     def aggregates(self, aggregates: Aggregates) -> None:
+        self._write_plain_sums()  # what was counted goes to the aggregates it was counted for
+        self._aggregates = aggregates
+
+    def _write_plain_sums(self) -> None:
         routes = self._plain_routes
         if routes is not None and routes.pending:
-            routes.flush()  # what was counted goes to the aggregates it was counted for
-        self._aggregates = aggregates
+            routes.flush()
 
     # --- entry points for sources ------------------------------------------
     def ingest_line(self, line: bytes, source: str = "replay", decoder: LineDecoder | None = None) -> None:
